@@ -1,0 +1,48 @@
+"""The course's Python package: compile, launch, check, time and sweep CUDA C kernels from Python.
+
+Names are imported lazily, so ``import kernels`` is cheap and works on machines without CuPy or a GPU;
+a name's module is loaded the first time the name is used.
+"""
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+_EXPORTS: dict[str, str] = {
+    # backend switch point
+    "backend_name": "backend", "gpu_available": "backend", "array_module": "backend",
+    "require_gpu": "backend", "NoGPUError": "backend",
+    # CUDA C sources
+    "source": "sources", "show_source": "sources", "all_sources": "sources",
+    # compile and launch
+    "load_kernel": "compile", "Kernel": "compile", "ceil_div": "compile",
+    "parse_signature": "signature", "KernelArgumentError": "signature",
+    "compile_cuda": "nvrtc", "CudaCompileError": "nvrtc",
+    "resource_report": "resources", "ResourceReport": "resources",
+    # the device and its ceilings
+    "device_info": "device", "provenance": "device",
+    "benchmark": "timing", "Timing": "timing", "gbps": "timing", "tflops": "timing",
+    "ceilings": "ceilings", "Ceilings": "ceilings",
+    "roofline_plot": "roofline", "attainable_tflops": "roofline", "ridge_point": "roofline",
+    # correctness
+    "check": "check", "rand": "check", "CheckReport": "check",
+    # interactive figures
+    "Explorer": "explorer", "Sweep": "sweep", "display_live": "sweep",
+    "occupancy": "occupancy", "GpuLimits": "occupancy",
+    "occupancy_explorer": "occupancy", "occupancy_panel": "occupancy",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'kernels' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return __all__
