@@ -1,0 +1,89 @@
+"""The one place that decides where kernels run: a CUDA GPU through CuPy, or the CPU.
+
+Every other module asks ``backend_name()`` instead of importing CuPy itself, so that a CPU execution
+backend can be added here later without touching the chapters. CuPy is imported lazily: the package
+must import on machines (CI, the website build) that have no CuPy and no GPU.
+"""
+from __future__ import annotations
+
+import functools
+import os
+from types import ModuleType
+
+ENV_VAR = "COURSE_BACKEND"
+BACKENDS = ("cupy", "cpu")
+
+COLAB_HINT = "In Colab: Runtime > Change runtime type > T4 GPU, then run the notebook again from the top."
+LOCAL_HINT = "On your own machine: install CuPy for your CUDA version (e.g. pip install cupy-cuda12x)."
+
+
+class NoGPUError(RuntimeError):
+    """Raised when something needs a CUDA GPU and CuPy cannot reach one."""
+
+
+@functools.lru_cache(maxsize=1)
+def _probe() -> tuple[bool, str]:
+    """(GPU usable, reason if not); probed once because a CUDA context is expensive to make."""
+    try:
+        import cupy
+    except Exception as exc:  # ImportError, or a CuPy built for another CUDA failing to load
+        return False, f"CuPy could not be imported ({type(exc).__name__}: {exc})"
+    try:
+        count = cupy.cuda.runtime.getDeviceCount()
+    except Exception as exc:  # CUDARuntimeError: no driver, no device
+        return False, f"CuPy is installed but found no CUDA device ({exc})"
+    if count < 1:
+        return False, "CuPy is installed but found no CUDA device"
+    return True, ""
+
+
+def _forced() -> str | None:
+    value = os.environ.get(ENV_VAR, "").strip().lower()
+    if not value:
+        return None
+    if value not in BACKENDS:
+        raise ValueError(f"{ENV_VAR}={value!r} is not a backend; use one of {', '.join(BACKENDS)}")
+    return value
+
+
+def gpu_available() -> bool:
+    """True when CuPy imports and sees at least one CUDA device (whatever COURSE_BACKEND says)."""
+    return _probe()[0]
+
+
+def backend_name() -> str:
+    """"cupy" when a GPU is usable, else "cpu"; the COURSE_BACKEND environment variable overrides."""
+    forced = _forced()
+    if forced is not None:
+        return forced
+    return "cupy" if gpu_available() else "cpu"
+
+
+def array_module() -> ModuleType:
+    """The array library of the current backend: cupy on the GPU, numpy on the CPU."""
+    if backend_name() == "cupy":
+        require_gpu("array_module()")
+        import cupy
+
+        return cupy
+    import numpy
+
+    return numpy
+
+
+def no_gpu_message(what: str) -> str:
+    """One explanation of why ``what`` cannot run and what to do about it."""
+    if _forced() == "cpu":
+        reason = f"{ENV_VAR}=cpu is set"
+        return f"{what} needs a CUDA GPU, but {reason}. Unset {ENV_VAR} to use the GPU."
+    usable, reason = _probe()
+    if usable:  # forced to cupy and a GPU is there: nothing is wrong
+        return ""
+    return f"{what} needs a CUDA GPU, but {reason}. {COLAB_HINT} {LOCAL_HINT}"
+
+
+def require_gpu(what: str) -> None:
+    """Raise NoGPUError saying what to do unless CuPy can run ``what`` on a GPU."""
+    if backend_name() == "cupy" and gpu_available():
+        return
+    raise NoGPUError(no_gpu_message(what))

@@ -1,0 +1,189 @@
+"""What GPU is this? The limits and sizes the chapters reason with, read from the device itself.
+
+Chapters print these instead of hard-coding "an SM has 64 K registers": the numbers differ between
+the Colab T4 and an H100, and the course's explanations should match the GPU the reader has.
+"""
+from __future__ import annotations
+
+import datetime
+import functools
+import html
+from dataclasses import dataclass
+from typing import Any
+
+# Stable cudaDeviceAttr values, used when CuPy does not export the named constant. CUDA 13 dropped
+# the clock fields from cudaDeviceProp; the attributes still answer.
+_ATTRIBUTE_IDS = {"ClockRate": 13, "MemoryClockRate": 36, "GlobalMemoryBusWidth": 37}
+
+
+@dataclass(frozen=True)
+class DeviceInfo:
+    """The current GPU's name, limits and sizes (bytes, kHz, bits), as CUDA reports them."""
+
+    name: str
+    compute_capability: str
+    sm_count: int
+    warp_size: int
+    max_threads_per_block: int
+    max_threads_per_sm: int
+    max_blocks_per_sm: int
+    regs_per_sm: int
+    regs_per_block: int
+    shared_per_sm: int
+    shared_per_block: int
+    shared_per_block_optin: int
+    l2_bytes: int
+    memory_bytes: int
+    memory_clock_khz: int | None
+    memory_bus_bits: int | None
+    sm_clock_khz: int | None
+    async_engine_count: int
+    cuda_runtime: str
+    cuda_driver: str
+    cupy_version: str
+
+    @property
+    def theoretical_dram_gbps(self) -> float | None:
+        """Datasheet-style peak DRAM bandwidth, 2 x memory clock x bus width / 8, in GB/s.
+
+        This is what the spec sheet quotes (double data rate, every pin busy every cycle), not a
+        measurement: real copies reach roughly 80-92 % of it. None when CUDA does not report the
+        memory clock or the bus width.
+        """
+        if not self.memory_clock_khz or not self.memory_bus_bits:
+            return None
+        return 2 * self.memory_clock_khz * 1e3 * self.memory_bus_bits / 8 / 1e9
+
+    def table(self) -> "InfoTable":
+        """The fields a chapter shows, as a two-column table that renders in notebooks and text."""
+        kib = 1024
+        rows = [
+            ("GPU", self.name),
+            ("compute capability", self.compute_capability),
+            ("SMs", str(self.sm_count)),
+            ("warp size", str(self.warp_size)),
+            ("max threads per block / per SM", f"{self.max_threads_per_block} / {self.max_threads_per_sm}"),
+            ("max blocks per SM", str(self.max_blocks_per_sm)),
+            ("32-bit registers per SM / per block", f"{self.regs_per_sm} / {self.regs_per_block}"),
+            ("shared memory per SM", f"{self.shared_per_sm // kib} KiB"),
+            ("shared memory per block (default / opt-in)",
+             f"{self.shared_per_block // kib} / {self.shared_per_block_optin // kib} KiB"),
+            ("L2 cache", f"{self.l2_bytes / 2**20:.0f} MiB"),
+            ("global memory", f"{self.memory_bytes / 2**30:.1f} GiB"),
+        ]
+        if self.sm_clock_khz:
+            rows.append(("SM clock (max)", f"{self.sm_clock_khz / 1e3:.0f} MHz"))
+        if self.memory_clock_khz and self.memory_bus_bits:
+            rows.append(("memory clock / bus width",
+                         f"{self.memory_clock_khz / 1e3:.0f} MHz / {self.memory_bus_bits} bit"))
+        peak = self.theoretical_dram_gbps
+        if peak is not None:
+            rows.append(("theoretical DRAM bandwidth (datasheet)", f"{peak:.0f} GB/s"))
+        rows.append(("copy engines", str(self.async_engine_count)))
+        rows.append(("CUDA runtime / driver, CuPy",
+                     f"{self.cuda_runtime} / {self.cuda_driver}, {self.cupy_version}"))
+        return InfoTable(rows)
+
+    def _repr_html_(self) -> str:
+        return self.table()._repr_html_()
+
+
+@dataclass(frozen=True)
+class InfoTable:
+    """Label/value rows that show as an HTML table in notebooks and as aligned text elsewhere."""
+
+    rows: list[tuple[str, str]]
+
+    def _repr_html_(self) -> str:
+        left = "style='text-align:left'"
+        body = "".join(f"<tr><th {left}>{html.escape(k)}</th><td {left}>{html.escape(v)}</td></tr>"
+                       for k, v in self.rows)
+        return f"<table>{body}</table>"
+
+    def _repr_markdown_(self) -> str:
+        lines = ["| | |", "|---|---|"] + [f"| {k} | {v} |" for k, v in self.rows]
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        width = max(len(k) for k, _ in self.rows)
+        return "\n".join(f"{k:<{width}}  {v}" for k, v in self.rows)
+
+
+def _version(code: int) -> str:
+    """CUDA's integer version (12040) as "12.4"."""
+    return f"{code // 1000}.{(code % 1000) // 10}"
+
+
+def _attribute(runtime: Any, name: str, device_id: int) -> int | None:
+    """A cudaDeviceAttr value by name (without the cudaDevAttr prefix), or None if unavailable."""
+    attr_id = getattr(runtime, f"cudaDevAttr{name}", _ATTRIBUTE_IDS.get(name))
+    if attr_id is None:
+        return None
+    try:
+        value = int(runtime.deviceGetAttribute(int(attr_id), device_id))
+    except Exception:  # attribute unknown to this driver
+        return None
+    return value or None
+
+
+def _prop_or_attribute(props: dict, key: str, runtime: Any, attr: str, device_id: int) -> int | None:
+    value = props.get(key)
+    if value:
+        return int(value)
+    return _attribute(runtime, attr, device_id)
+
+
+@functools.cache
+def _read(device_id: int) -> DeviceInfo:
+    import cupy
+
+    runtime = cupy.cuda.runtime
+    p = runtime.getDeviceProperties(device_id)
+    name = p["name"].decode() if isinstance(p["name"], bytes) else str(p["name"])
+    return DeviceInfo(
+        name=name,
+        compute_capability=f"{p['major']}.{p['minor']}",
+        sm_count=int(p["multiProcessorCount"]),
+        warp_size=int(p["warpSize"]),
+        max_threads_per_block=int(p["maxThreadsPerBlock"]),
+        max_threads_per_sm=int(p["maxThreadsPerMultiProcessor"]),
+        max_blocks_per_sm=int(p.get("maxBlocksPerMultiProcessor")
+                              or _attribute(runtime, "MaxBlocksPerMultiprocessor", device_id) or 0),
+        regs_per_sm=int(p["regsPerMultiprocessor"]),
+        regs_per_block=int(p["regsPerBlock"]),
+        shared_per_sm=int(p["sharedMemPerMultiprocessor"]),
+        shared_per_block=int(p["sharedMemPerBlock"]),
+        shared_per_block_optin=int(p["sharedMemPerBlockOptin"]),
+        l2_bytes=int(p["l2CacheSize"]),
+        memory_bytes=int(p["totalGlobalMem"]),
+        memory_clock_khz=_prop_or_attribute(p, "memoryClockRate", runtime, "MemoryClockRate", device_id),
+        memory_bus_bits=_prop_or_attribute(p, "memoryBusWidth", runtime, "GlobalMemoryBusWidth", device_id),
+        sm_clock_khz=_prop_or_attribute(p, "clockRate", runtime, "ClockRate", device_id),
+        async_engine_count=int(p.get("asyncEngineCount", 0)),
+        cuda_runtime=_version(runtime.runtimeGetVersion()),
+        cuda_driver=_version(runtime.driverGetVersion()),
+        cupy_version=cupy.__version__,
+    )
+
+
+def device_info() -> DeviceInfo:
+    """The current GPU's properties (read once per device). Raises NoGPUError without a GPU."""
+    from kernels.backend import require_gpu
+
+    require_gpu("device_info()")
+    import cupy
+
+    return _read(cupy.cuda.Device().id)
+
+
+def provenance() -> dict[str, str]:
+    """Where a notebook's numbers came from: GPU, compute capability, CUDA, CuPy, today's date."""
+    info = device_info()
+    return {
+        "gpu": info.name,
+        "compute_capability": info.compute_capability,
+        "cuda_runtime": info.cuda_runtime,
+        "cuda_driver": info.cuda_driver,
+        "cupy": info.cupy_version,
+        "date": datetime.date.today().isoformat(),
+    }

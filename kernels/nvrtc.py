@@ -1,0 +1,184 @@
+"""Compile CUDA C with NVRTC from Python, with no GPU and no driver.
+
+This is how the course checks that every kernel compiles for the T4 (sm_75) and the H100 (sm_90) on a
+machine without a GPU, and how it reads register and shared-memory use from ptxas. It uses the NVRTC
+bindings of ``cuda-bindings`` (12.x or 13.x) and the NVRTC library from the ``nvidia-cuda-nvrtc``
+wheels; CuPy is not involved.
+"""
+from __future__ import annotations
+
+import functools
+import importlib.util
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Sequence
+
+from .resources import ResourceReport, parse_ptxas_log
+
+
+class CudaCompileError(RuntimeError):
+    """The CUDA C did not compile; the message is the compiler's log with ``file(line): error``."""
+
+
+@dataclass
+class CompileResult:
+    """What NVRTC made of one source for one architecture."""
+
+    ok: bool
+    log: str
+    arch: str
+    filename: str = "kernel.cu"
+    cubin: bytes | None = None
+    ptx: str | None = None
+    lowered_names: dict[str, str] = field(default_factory=dict)  # name expression -> mangled name
+    resources: dict[str, ResourceReport] = field(default_factory=dict)
+
+    def errors(self) -> list[str]:
+        """The ``file(line): error: ...`` lines of the log."""
+        return [line for line in self.log.splitlines() if re.search(r"\berror\b", line)]
+
+    def raise_for_errors(self) -> "CompileResult":
+        """Raise CudaCompileError with the compiler log unless the compile succeeded."""
+        if not self.ok:
+            raise CudaCompileError(f"{self.filename} does not compile for {self.arch}:\n{self.log.strip()}")
+        return self
+
+
+def _binding() -> Any:
+    from cuda.bindings import nvrtc  # cuda-bindings >= 12.6; import here so the package imports anywhere
+
+    return nvrtc
+
+
+@functools.lru_cache(maxsize=1)
+def nvrtc_available() -> bool:
+    """True when the NVRTC bindings import and the NVRTC library loads."""
+    try:
+        return _check(_binding().nvrtcVersion())[0] >= 11
+    except Exception:
+        return False
+
+
+def _check(result: Any) -> Any:
+    """Unpack a cuda-bindings ``(status, *values)`` tuple, raising on a status other than success."""
+    status, *values = result if isinstance(result, tuple) else (result,)
+    if int(status) != 0:
+        err, text = _binding().nvrtcGetErrorString(status)
+        raise RuntimeError(f"NVRTC call failed: {text.decode() if isinstance(text, bytes) else text}")
+    if not values:
+        return None
+    return values[0] if len(values) == 1 else tuple(values)
+
+
+@functools.lru_cache(maxsize=1)
+def nvrtc_version() -> tuple[int, int]:
+    """(major, minor) of the NVRTC library in use."""
+    return tuple(_check(_binding().nvrtcVersion()))  # type: ignore[return-value]
+
+
+@functools.lru_cache(maxsize=1)
+def supported_archs() -> tuple[str, ...]:
+    """The ``sm_XX`` targets this NVRTC can compile for."""
+    return tuple(f"sm_{a}" for a in _check(_binding().nvrtcGetSupportedArchs()))
+
+
+def _nvidia_dirs() -> list[Path]:
+    spec = importlib.util.find_spec("nvidia")
+    return [Path(p) for p in (spec.submodule_search_locations or [])] if spec else []
+
+
+@functools.lru_cache(maxsize=1)
+def cuda_include_dirs() -> tuple[str, ...]:
+    """Directories with the CUDA headers (``cuda_fp16.h`` ...) that match this NVRTC's version."""
+    try:
+        major = nvrtc_version()[0]
+    except Exception:
+        major = 12
+    wheel_subdirs = (["cu13/include", "cuda_runtime/include", "cuda_cccl/include"] if major >= 13 else
+                     ["cuda_runtime/include", "cuda_cccl/include", "cu12/include"])
+    found = [d / sub for d in _nvidia_dirs() for sub in wheel_subdirs if (d / sub).is_dir()]
+    if not any((d / "cuda_fp16.h").is_file() for d in found):
+        system = [Path(os.environ[v]) / "include" for v in ("CUDA_PATH", "CUDA_HOME") if os.environ.get(v)]
+        system.append(Path("/usr/local/cuda/include"))
+        found += [d for d in system if (d / "cuda_fp16.h").is_file()][:1]
+    return tuple(dict.fromkeys(str(d) for d in found))
+
+
+def _get_bytes(prog: Any, size_fn: str, get_fn: str) -> bytes | None:
+    nv = _binding()
+    try:
+        size = _check(getattr(nv, size_fn)(prog))
+    except Exception:
+        return None
+    if not size:
+        return None
+    buf = b" " * size
+    try:
+        _check(getattr(nv, get_fn)(prog, buf))
+    except Exception:
+        return None
+    return buf
+
+
+def _log(prog: Any) -> str:
+    raw = _get_bytes(prog, "nvrtcGetProgramLogSize", "nvrtcGetProgramLog") or b""
+    return raw.rstrip(b"\x00 ").decode("utf-8", errors="replace")
+
+
+def build_options(arch: str, options: Sequence[str] = ()) -> list[str]:
+    """The full NVRTC option list: the target, C++17, line info, ptxas -v and the header paths."""
+    from .sources import include_options
+
+    opts = [f"-arch={arch}"]
+    if not any(o.startswith(("-std", "--std")) for o in options):
+        opts.append("-std=c++17")
+    opts.append("-lineinfo")
+    if arch.startswith("sm_"):
+        opts.append("--ptxas-options=-v")
+    opts += [f"--include-path={d}" for d in cuda_include_dirs()]
+    opts += include_options()
+    opts += list(options)
+    return opts
+
+
+def compile_cuda(code: str, arch: str = "sm_90", options: Sequence[str] = (),
+                 name_expressions: Sequence[str] = (), filename: str = "kernel.cu") -> CompileResult:
+    """Compile ``code`` for ``arch`` (``sm_XX`` for a cubin, ``compute_XX`` for PTX) with NVRTC.
+
+    Never raises for a compile error: the result has ``ok=False`` and the log (call
+    ``raise_for_errors()`` to turn it into CudaCompileError). ``resources`` holds the ptxas
+    register/shared/spill report of every kernel, keyed by its name or name expression.
+    """
+    nv = _binding()
+    if arch.startswith("sm_") and arch.rstrip("af") not in supported_archs():
+        raise ValueError(f"NVRTC {'.'.join(map(str, nvrtc_version()))} cannot compile for {arch}; "
+                         f"it supports {', '.join(supported_archs())}")
+    prog = _check(nv.nvrtcCreateProgram(code.encode(), filename.encode(), 0, [], []))
+    try:
+        for expr in name_expressions:
+            _check(nv.nvrtcAddNameExpression(prog, expr.encode()))
+        opts = [o.encode() for o in build_options(arch, options)]
+        status = nv.nvrtcCompileProgram(prog, len(opts), opts)[0]
+        ok = int(status) == 0
+        log = _log(prog)
+        result = CompileResult(ok=ok, log=log, arch=arch, filename=filename)
+        if not ok:
+            return result
+        for expr in name_expressions:
+            lowered = _check(nv.nvrtcGetLoweredName(prog, expr.encode()))
+            result.lowered_names[expr] = lowered.decode() if isinstance(lowered, bytes) else str(lowered)
+        if arch.startswith("sm_"):
+            result.cubin = _get_bytes(prog, "nvrtcGetCUBINSize", "nvrtcGetCUBIN")
+        ptx = _get_bytes(prog, "nvrtcGetPTXSize", "nvrtcGetPTX")
+        result.ptx = ptx.rstrip(b"\x00").decode() if ptx else None
+        names = {mangled: expr for expr, mangled in result.lowered_names.items()}
+        result.resources = parse_ptxas_log(log, names)
+        return result
+    finally:
+        nv.nvrtcDestroyProgram(prog)
+
+
+__all__ = ["compile_cuda", "CompileResult", "CudaCompileError", "nvrtc_available", "supported_archs",
+           "nvrtc_version", "cuda_include_dirs", "build_options"]

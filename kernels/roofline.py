@@ -1,0 +1,112 @@
+"""The roofline: how fast a kernel *could* be, given how many FLOPs it does per byte it moves.
+
+A kernel doing I FLOPs per byte of DRAM traffic can go no faster than I x bandwidth (the slope) and
+no faster than the arithmetic peak (the roof). Both lines here come from the measured ceilings, so
+a point's percentage says how close the kernel is to what this GPU can actually do.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Iterable
+
+import numpy as np
+
+from kernels.ceilings import Ceilings
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
+
+    from kernels.timing import Timing
+
+
+def attainable_tflops(ai_flop_per_byte: float | np.ndarray, c: Ceilings) -> float | np.ndarray:
+    """min(roof, intensity x bandwidth) in TFLOP/s, for a scalar or an array of intensities."""
+    ai = np.asarray(ai_flop_per_byte, dtype=np.float64)
+    result = np.minimum(c.fma_tflops, ai * c.copy_gbps * 1e9 / 1e12)
+    return float(result) if result.ndim == 0 else result
+
+
+def ridge_point(c: Ceilings) -> float:
+    """Intensity (FLOP/byte) below which a kernel is memory-bound and above which compute-bound."""
+    return c.fma_tflops * 1e12 / (c.copy_gbps * 1e9)
+
+
+@dataclass(frozen=True)
+class RooflinePoint:
+    """One measured kernel: its FLOPs, the DRAM bytes it must move, and its (median) time."""
+
+    label: str
+    flops: float
+    nbytes: float
+    seconds: float
+
+    @classmethod
+    def from_timing(cls, label: str, flops: float, nbytes: float, timing: "Timing") -> "RooflinePoint":
+        return cls(label, flops, nbytes, timing.seconds)
+
+    @property
+    def intensity(self) -> float:
+        """FLOPs per byte of DRAM traffic."""
+        return self.flops / self.nbytes
+
+    @property
+    def achieved_tflops(self) -> float:
+        return self.flops / self.seconds / 1e12
+
+    @property
+    def achieved_gbps(self) -> float:
+        return self.nbytes / self.seconds / 1e9
+
+    def fraction_of_roof(self, c: Ceilings) -> float:
+        """Achieved / attainable at this intensity: 1.0 means on the roofline."""
+        return self.achieved_tflops / attainable_tflops(self.intensity, c)
+
+
+def _check_point(p: RooflinePoint) -> None:
+    if p.flops <= 0 or p.nbytes <= 0 or p.seconds <= 0:
+        raise ValueError(f"{p.label!r}: flops, nbytes and seconds must all be > 0 to sit on a log-log "
+                         "roofline (a pure copy has no FLOPs: compare it with copy_gbps instead)")
+
+
+def roofline_plot(c: Ceilings, points: Iterable[RooflinePoint] = (), ax: "Axes | None" = None,
+                  title: str | None = None) -> "Figure":
+    """Log-log roofline from measured ceilings, with each point labelled by % of its attainable roof."""
+    import matplotlib.pyplot as plt
+
+    points = list(points)
+    for p in points:
+        _check_point(p)
+    if ax is None:
+        fig, ax = plt.subplots(figsize=(7, 4.5))
+    else:
+        fig = ax.figure
+    ridge = ridge_point(c)
+    intensities = [p.intensity for p in points] + [ridge]
+    x_lo = 10 ** np.floor(np.log10(min(intensities) / 4))
+    x_hi = 10 ** np.ceil(np.log10(max(intensities) * 4))
+    # Both roofs are straight lines on log-log axes, so their end points draw them exactly.
+    ax.plot([x_lo, ridge], attainable_tflops(np.array([x_lo, ridge]), c), color="tab:blue", lw=2,
+            label=f"copy bandwidth {c.copy_gbps:.0f} GB/s", gid="bandwidth")
+    ax.plot([ridge, x_hi], [c.fma_tflops, c.fma_tflops], color="tab:red", lw=2,
+            label=f"FP32 FMA {c.fma_tflops:.1f} TFLOP/s", gid="compute")
+    ax.axvline(ridge, color="gray", ls=":", lw=1)
+    ax.plot([ridge], [c.fma_tflops], "D", color="gray", ms=5, gid="ridge")
+    ax.annotate(f"ridge {ridge:.1f} FLOP/B", (ridge, c.fma_tflops), xytext=(4, -14),
+                textcoords="offset points", fontsize=8, color="gray")
+    for p in points:
+        pct = 100 * p.fraction_of_roof(c)
+        ax.plot([p.intensity], [p.achieved_tflops], "o", color="black", gid=f"point:{p.label}")
+        ax.annotate(f"{p.label}\n{pct:.0f} % of roof", (p.intensity, p.achieved_tflops),
+                    xytext=(6, 4), textcoords="offset points", fontsize=8)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlim(x_lo, x_hi)
+    y_lo = min([attainable_tflops(x_lo, c)] + [p.achieved_tflops for p in points]) / 2
+    ax.set_ylim(y_lo, c.fma_tflops * 2)
+    ax.set_xlabel("arithmetic intensity (FLOP / byte of DRAM traffic)")
+    ax.set_ylabel("TFLOP/s")
+    ax.set_title(title if title is not None else f"Roofline: {c.device} (measured ceilings)")
+    ax.grid(True, which="both", alpha=0.25)
+    ax.legend(loc="lower right", fontsize=8)
+    return fig

@@ -1,0 +1,320 @@
+"""Parameter sweeps: measure a kernel over a grid of settings and show the result as one figure
+with two faces, a live panel that re-measures on the reader's GPU and a recorded explorer for the web.
+
+Both faces go out in one MIME bundle: a notebook with a kernel renders the widget view, the website
+(which has no kernel) renders the ``text/html`` recorded explorer.
+"""
+from __future__ import annotations
+
+import itertools
+import json
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from .explorer import Explorer, HtmlFragment, _clean, _esc
+
+__all__ = ["Sweep", "display_live", "live_panel"]
+
+WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
+
+
+def display_live(widget: Any, fallback_html: str, text: str = "") -> None:
+    """Display a widget and its recorded HTML fallback as ONE output.
+
+    The widget-view dict is built by hand so the same call works with ipywidgets 7.7.1 (Colab) and
+    8.x; ``widget`` may be None when ipywidgets is missing, and then only the fallback is shown.
+    """
+    from IPython.display import display
+
+    bundle: dict[str, Any] = {"text/html": str(fallback_html), "text/plain": text or "(interactive figure)"}
+    if widget is not None:
+        bundle[WIDGET_MIME] = {"version_major": 2, "version_minor": 0, "model_id": widget.model_id}
+    display(bundle, raw=True)
+
+
+def _first_line(error: BaseException) -> str:
+    text = str(error).strip().splitlines()
+    return f"{type(error).__name__}: {text[0]}" if text else type(error).__name__
+
+
+class Sweep:
+    """Measure ``measure(**point)`` for every combination of ``params`` and plot ``y`` against ``x``.
+
+    A point whose measurement raises is recorded with no ``y`` and a ``note`` (the error's first
+    line): a launch that breaks a hardware limit is something to see, not a crash.
+    """
+
+    def __init__(
+        self,
+        title: str,
+        params: Mapping[str, Sequence[Any]],
+        measure: Callable[..., Mapping[str, Any]] | None,
+        x: str,
+        y: str,
+        *,
+        series: str | None = None,
+        hlines: Mapping[str, float] | None = None,
+        ceilings: Mapping[str, float] | None = None,
+        readout: Sequence[str] = (),
+        log_x: bool = False,
+        log_y: bool = False,
+    ) -> None:
+        if x not in params:
+            raise ValueError(f"x={x!r} must be one of the params: {list(params)}")
+        if series is not None and series not in params:
+            raise ValueError(f"series={series!r} must be one of the params: {list(params)}")
+        self.title = title
+        self.params = {k: list(v) for k, v in params.items()}
+        self.measure = measure
+        self.x, self.y, self.series = x, y, series
+        self.hlines = {**(hlines or {}), **(ceilings or {})}
+        self.readout = list(readout)
+        self.log_x, self.log_y = log_x, log_y
+        self.records: list[dict[str, Any]] = []
+
+    # --- measuring ---------------------------------------------------------------------------------
+
+    def points(self) -> list[dict[str, Any]]:
+        """Every combination of the parameter values (itertools.product order)."""
+        names = list(self.params)
+        return [dict(zip(names, combo)) for combo in itertools.product(*self.params.values())]
+
+    def measure_point(self, point: Mapping[str, Any]) -> dict[str, Any]:
+        """One record: the point's parameters plus its metrics, or plus a ``note`` if it failed."""
+        if self.measure is None:
+            raise RuntimeError("this Sweep was loaded from JSON without a measure function")
+        record = dict(point)
+        try:
+            metrics = self.measure(**point)
+        except Exception as error:  # noqa: BLE001 -- any failure is recorded, not raised
+            record["note"] = _first_line(error)
+            return record
+        record.update({k: _clean(v) for k, v in dict(metrics).items()})
+        if record.get(self.y) is None and "note" not in record:
+            record["note"] = f"no {self.y} measured"
+        return record
+
+    def run(self, points: Sequence[Mapping[str, Any]] | None = None, progress: bool = True) -> list[dict[str, Any]]:
+        """Measure every point (all combinations by default); keeps and returns the records."""
+        todo = [dict(p) for p in points] if points is not None else self.points()
+        records = []
+        for i, point in enumerate(todo, 1):
+            if progress:
+                label = ", ".join(f"{k}={v}" for k, v in point.items())
+                print(f"\r[{i}/{len(todo)}] {self.title}: {label}".ljust(80), end="", file=sys.stdout, flush=True)
+            records.append(self.measure_point(point))
+        if progress and todo:
+            failed = sum(1 for r in records if r.get(self.y) is None)
+            print(f"\r[{len(todo)}/{len(todo)}] {self.title}: done"
+                  + (f", {failed} point(s) without {self.y}" if failed else "").ljust(60), flush=True)
+        self.records = records
+        return records
+
+    def update(self, record: Mapping[str, Any]) -> None:
+        """Replace the record measured at the same parameters (or add it)."""
+        key = tuple(record.get(k) for k in self.params)
+        self.records = [r for r in self.records if tuple(r.get(k) for k in self.params) != key]
+        self.records.append(dict(record))
+
+    # --- showing -----------------------------------------------------------------------------------
+
+    def metric_fields(self) -> list[str]:
+        """Fields the measure function returned, besides the parameters."""
+        seen: dict[str, None] = {}
+        for r in self.records:
+            for k in r:
+                if k not in self.params and k != "note":
+                    seen[k] = None
+        return list(seen)
+
+    def explorer(self) -> Explorer:
+        """The recorded face of the figure."""
+        controls = [p for p in self.params if p not in (self.x, self.series)]
+        readout = self.readout or [m for m in self.metric_fields() if m != self.y]
+        return Explorer(self.records, x=self.x, y=self.y, controls=controls, series=self.series,
+                        title=self.title, log_x=self.log_x, log_y=self.log_y, hlines=self.hlines,
+                        readout=readout)
+
+    def summary(self) -> str:
+        """The text/plain face: the best point and the failures, in one or two lines."""
+        good = [r for r in self.records if isinstance(r.get(self.y), (int, float))]
+        lines = [f"{self.title}: {len(self.records)} points"]
+        if good:
+            best = max(good, key=lambda r: r[self.y])
+            where = ", ".join(f"{k}={best[k]}" for k in self.params)
+            lines.append(f"best {self.y} = {best[self.y]:g} at {where}")
+        failed = len(self.records) - len(good)
+        if failed:
+            lines.append(f"{failed} point(s) without {self.y}")
+        return "; ".join(lines)
+
+    def table(self) -> HtmlFragment:
+        """The records as a small HTML table (also a plain string)."""
+        fields = list(self.params) + self.metric_fields() + (
+            ["note"] if any("note" in r for r in self.records) else [])
+        head = "".join(f"<th>{_esc(f)}</th>" for f in fields)
+        rows = "".join(
+            "<tr>" + "".join(f"<td>{_esc(_cell(r.get(f)))}</td>" for f in fields) + "</tr>" for r in self.records)
+        return HtmlFragment(f'<table class="course-sweep-table"><thead><tr>{head}</tr></thead>'
+                            f"<tbody>{rows}</tbody></table>")
+
+    def show(self) -> None:
+        """Display the figure: live panel + recorded explorer + text, as one output."""
+        if not self.records:
+            self.run()
+        try:
+            widget = live_panel(self)
+        except ImportError:  # no ipywidgets / matplotlib: the recorded face alone
+            widget = None
+        display_live(widget, self.explorer().html(), self.summary())
+
+    # --- saving ------------------------------------------------------------------------------------
+
+    def to_json(self, path: str | Path | None = None) -> str:
+        """Everything but the measure function, so a sweep can be re-shown without a GPU."""
+        text = json.dumps({
+            "title": self.title, "params": self.params, "x": self.x, "y": self.y, "series": self.series,
+            "hlines": self.hlines, "readout": self.readout, "log_x": self.log_x, "log_y": self.log_y,
+            "records": self.records,
+        }, indent=1, default=_clean)
+        if path is not None:
+            Path(path).write_text(text)
+        return text
+
+    @classmethod
+    def from_json(cls, text_or_path: str | Path, measure: Callable[..., Mapping[str, Any]] | None = None) -> "Sweep":
+        """A sweep saved with :meth:`to_json`; pass ``measure`` to be able to re-measure."""
+        text = str(text_or_path)
+        if isinstance(text_or_path, Path) or not text.lstrip().startswith("{"):
+            text = Path(text_or_path).read_text()
+        data = json.loads(text)
+        sweep = cls(data["title"], data["params"], measure, data["x"], data["y"], series=data.get("series"),
+                    hlines=data.get("hlines"), readout=data.get("readout", ()),
+                    log_x=data.get("log_x", False), log_y=data.get("log_y", False))
+        sweep.records = [dict(r) for r in data.get("records", [])]
+        return sweep
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    return str(value)
+
+
+# --- the live face ---------------------------------------------------------------------------------
+
+def _gpu_name() -> str | None:
+    """The GPU's name, or None when there is no GPU to measure on."""
+    try:
+        from .backend import gpu_available
+        if not gpu_available():
+            return None
+    except ImportError:
+        pass
+    try:
+        from .device import device_info
+        return str(device_info().name)
+    except Exception:  # noqa: BLE001 -- no device module or no GPU: nothing to measure on
+        return None
+
+
+def _is_number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def live_panel(sweep: Sweep) -> Any:
+    """The ipywidgets face: one control per parameter, a measure button, a plot and a status line.
+
+    Uses only widgets that exist in ipywidgets 7.7.1 and 8.x.
+    """
+    import ipywidgets as w
+
+    controls: dict[str, Any] = {}
+    for name, values in sweep.params.items():
+        options = [(str(v), v) for v in values]
+        style = {"description_width": "initial"}
+        if len(values) > 1 and all(_is_number(v) for v in values):
+            controls[name] = w.SelectionSlider(options=options, value=values[0], description=name,
+                                               continuous_update=False, style=style)
+        else:
+            controls[name] = w.Dropdown(options=options, value=values[0], description=name, style=style)
+    button = w.Button(description="Measure on this GPU", button_style="primary",
+                      layout=w.Layout(width="auto"))
+    status = w.Label()
+    plot = w.Output()
+    gpu = _gpu_name()
+    if gpu is None or sweep.measure is None:
+        button.disabled = True
+        status.value = ("No GPU here: showing the recorded values. In Colab: Runtime > Change runtime type > GPU."
+                        if gpu is None else "Recorded values only (no measure function).")
+    else:
+        status.value = f"GPU: {gpu}. Pick a point and measure it."
+
+    def current() -> dict[str, Any]:
+        return {name: c.value for name, c in controls.items()}
+
+    def redraw(_change: Any = None) -> None:
+        with plot:
+            plot.clear_output(wait=True)
+            _plot(sweep, current())
+
+    def on_measure(_button: Any) -> None:
+        button.disabled = True
+        point = current()
+        status.value = f"Measuring {', '.join(f'{k}={v}' for k, v in point.items())} ..."
+        try:
+            record = sweep.measure_point(point)
+            sweep.update(record)
+            value = record.get(sweep.y)
+            status.value = (f"{gpu}: {sweep.y} = {value:.4g}" if _is_number(value)
+                            else f"{gpu}: no {sweep.y} ({record.get('note', 'not measured')})")
+            redraw()
+        finally:
+            button.disabled = False
+
+    for c in controls.values():
+        c.observe(redraw, names="value")
+    button.on_click(on_measure)
+    redraw()
+    return w.VBox([w.HTML(f"<b>{_esc(sweep.title)}</b>"), *controls.values(), w.HBox([button, status]), plot])
+
+
+def _plot(sweep: Sweep, point: Mapping[str, Any]) -> None:
+    """y against x for the records matching the other controls, the selected point circled."""
+    import matplotlib.pyplot as plt
+    from IPython.display import display
+
+    fixed = {k: v for k, v in point.items() if k not in (sweep.x, sweep.series)}
+    rows = [r for r in sweep.records if all(r.get(k) == v for k, v in fixed.items())]
+    groups = sweep.params[sweep.series] if sweep.series else [None]
+    fig, ax = plt.subplots(figsize=(6.5, 3.4))
+    for group in groups:
+        mine = [r for r in rows if group is None or r.get(sweep.series) == group]
+        pts = sorted((r[sweep.x], r[sweep.y]) for r in mine if _is_number(r.get(sweep.y)))
+        label = f"{sweep.series} = {group}" if sweep.series else None
+        line = ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", ms=3, label=label)[0]
+        chosen = [r for r in mine if r.get(sweep.x) == point[sweep.x] and _is_number(r.get(sweep.y))]
+        if chosen:
+            ax.plot([r[sweep.x] for r in chosen], [r[sweep.y] for r in chosen], "o", ms=10,
+                    mfc="none", mec=line.get_color(), mew=2)
+    for name, value in sweep.hlines.items():
+        ax.axhline(value, ls="--", color="0.4", lw=1)
+        ax.annotate(f"{name} {value:g}", (1.0, value), xycoords=("axes fraction", "data"),
+                    ha="right", va="bottom", fontsize=8, color="0.3")
+    if sweep.log_x:
+        ax.set_xscale("log")
+    if sweep.log_y:
+        ax.set_yscale("log")
+    ax.set_xlabel(sweep.x)
+    ax.set_ylabel(sweep.y)
+    ax.set_title(", ".join(f"{k} = {v}" for k, v in fixed.items()), fontsize=9)
+    if sweep.series:
+        ax.legend(fontsize=8)
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    display(fig)
+    plt.close(fig)

@@ -1,0 +1,193 @@
+"""CPU-side checks of the "GPU architecture" chapter: its diagrams, its kernels, its CPU reference.
+
+Nothing here needs a GPU: the kernels are compiled with NVRTC for sm_75 (Colab's T4) and sm_90 (H100),
+the diagrams are drawn with matplotlib's Agg backend, and the numba CPU reference is taken from the
+chapter itself (so the test checks the code readers see). The GPU checks are in
+tests/gpu/test_gpu_architecture_gpu.py.
+"""
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+from matplotlib.figure import Figure  # noqa: E402
+
+import kernels  # noqa: E402
+from kernels import diagrams  # noqa: E402
+from kernels.occupancy import occupancy  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+CHAPTER = ROOT / "book" / "gpu_architecture.md"
+KERNELS = {
+    "gpu_architecture/vector_add.cu": "vector_add",
+    "gpu_architecture/vector_add_grid_stride.cu": "vector_add_grid_stride",
+}
+ARCHS = ("sm_75", "sm_90")
+
+
+def code_cells(path: Path = CHAPTER) -> list[str]:
+    """The sources of the MyST notebook's ``{code-cell}`` blocks, in order."""
+    text = path.read_text(encoding="utf-8")
+    return [m.group(1) for m in re.finditer(r"^```\{code-cell\}[^\n]*\n(.*?)^```\s*$", text, re.M | re.S)]
+
+
+# ---------------------------------------------------------------------------------------- diagrams
+
+DIAGRAMS = ["thread_hierarchy", "gpu_chip", "block_scheduling", "sm_diagram", "memory_hierarchy"]
+
+
+@pytest.mark.parametrize("name", DIAGRAMS)
+def test_diagram_returns_a_closed_figure(name, tmp_path):
+    before = set(plt.get_fignums())
+    fig = getattr(diagrams, name)()
+    assert isinstance(fig, Figure)
+    assert fig.axes, "the figure has something drawn on it"
+    # Closed in pyplot, so a notebook cell shows it once (as its value), never twice.
+    assert set(plt.get_fignums()) == before
+    fig.savefig(tmp_path / f"{name}.png", dpi=40)
+    assert (tmp_path / f"{name}.png").stat().st_size > 1000
+
+
+def test_diagram_parameters():
+    assert isinstance(diagrams.thread_hierarchy(n_blocks=2, block_dim=96, highlight=(1, 70),
+                                                block_2d=(8, 8)), Figure)
+    assert isinstance(diagrams.block_scheduling(n_sms=2, n_blocks=5, blocks_per_sm=2), Figure)
+    assert isinstance(diagrams.memory_hierarchy(("T4",)), Figure)
+    with pytest.raises(ValueError):
+        diagrams.thread_hierarchy(block_dim=48)            # not whole warps
+    with pytest.raises(ValueError):
+        diagrams.thread_hierarchy(highlight=(5, 0))        # no such block
+    with pytest.raises(ValueError):
+        diagrams.thread_hierarchy(block_2d=(5, 5))         # 25 threads: not whole warps
+    with pytest.raises(ValueError):
+        diagrams.block_scheduling(n_sms=0)
+    with pytest.raises(ValueError):
+        diagrams.memory_hierarchy(("A100",))
+
+
+def test_memory_sizes_match_the_chapter_tables():
+    """The figure and the chapter's tables quote the same documented sizes."""
+    text = CHAPTER.read_text(encoding="utf-8")
+    for spec in diagrams.MEMORY_SIZES.values():
+        for value in (spec.l2, spec.dram, spec.dram_bandwidth):
+            assert value in text, f"{spec.name}: {value!r} is in the diagram but not in the chapter"
+    h100, t4 = diagrams.MEMORY_SIZES["H100 SXM"], diagrams.MEMORY_SIZES["T4"]
+    assert (h100.sms, t4.sms) == (132, 40)
+
+
+# ----------------------------------------------------------------------------------------- kernels
+
+@pytest.mark.parametrize("arch", ARCHS)
+@pytest.mark.parametrize("path,name", sorted(KERNELS.items()))
+def test_kernel_compiles(path, name, arch):
+    from kernels.nvrtc import compile_cuda
+
+    result = compile_cuda(kernels.source(path), arch, filename=Path(path).name).raise_for_errors()
+    assert result.cubin, "NVRTC produced a cubin"
+    report = result.resources[name]
+    assert report.spills is not True, f"{name} spills registers on {arch}"
+    if name == "vector_add":
+        # The chapter's occupancy example says "anything up to 16 registers rounds to 512 per warp".
+        assert report.registers <= 16, report
+
+
+@pytest.mark.parametrize("path,name", sorted(KERNELS.items()))
+def test_kernel_signature(path, name):
+    params = kernels.parse_signature(kernels.source(path), name)
+    assert [p.name for p in params] == ["x", "y", "out", "n"]
+    assert "extern \"C\" __global__" in kernels.source(path)
+
+
+# ------------------------------------------------------------------------------ the CPU reference
+
+def _cpu_reference_namespace() -> dict:
+    cells = [c for c in code_cells() if "def vector_add_cpu(" in c]
+    assert len(cells) == 1, "exactly one chapter cell defines the numba CPU reference"
+    namespace: dict = {"np": np}  # imported by an earlier cell of the chapter
+    exec(compile(cells[0], "gpu_architecture.md:cpu-reference", "exec"), namespace)  # noqa: S102
+    return namespace
+
+
+def test_numba_cpu_reference_matches_numpy():
+    ns = _cpu_reference_namespace()
+    rng = np.random.default_rng(1)
+    for n in (0, 1, 31, 1000, 1_000_003):
+        x = rng.uniform(-1, 1, n).astype(np.float32)
+        y = rng.uniform(-1, 1, n).astype(np.float32)
+        for fn in (ns["vector_add_cpu"], ns["vector_add_cpu_parallel"]):
+            out = np.full(n, np.nan, dtype=np.float32)
+            fn(x, y, out)
+            np.testing.assert_array_equal(out, x + y)
+            # and against the float64 reference the GPU check uses
+            np.testing.assert_allclose(out, x.astype(np.float64) + y.astype(np.float64), rtol=1e-6, atol=0)
+
+
+# ------------------------------------------------------------------------------------ the chapter
+
+def test_chapter_cells_parse_and_setup_cell_comes_first():
+    cells = code_cells()
+    assert len(cells) >= 10
+    for i, source in enumerate(cells):
+        ast.parse(source, filename=f"gpu_architecture.md cell {i}")
+    try:
+        from tools.notebooks import SETUP_CELL
+    except Exception:  # tools not importable as a package here: the notebook tests cover it
+        return
+    assert cells[0].rstrip("\n") == SETUP_CELL
+
+
+def test_chapter_uses_only_public_kernels_api():
+    used = set(re.findall(r"\bkernels\.([A-Za-z_]\w*)", "\n".join(code_cells())))
+    modules = {"notebook_setup", "occupancy"}  # imported as modules: from kernels.X import ...
+    assert used - modules <= set(kernels.__all__), used - modules - set(kernels.__all__)
+
+
+def test_chapter_has_goals_summary_exercises_and_reading_in_order():
+    text = CHAPTER.read_text(encoding="utf-8")
+    positions = [text.index(h) for h in ("**Learning goals.**", "## Summary", "## Exercises",
+                                         "## Further reading")]
+    assert positions == sorted(positions)
+    assert "exercises/gpu_architecture" in text
+
+
+def test_no_hard_coded_measurements_in_prose():
+    """Speeds shown to readers come from cells; prose leaves FILL markers for measured figures."""
+    text = CHAPTER.read_text(encoding="utf-8")
+    prose = re.sub(r"^```\{code-cell\}.*?^```\s*$", "", text, flags=re.M | re.S)
+    prose = re.sub(r"<!--.*?-->", "", prose, flags=re.S)
+    # Datasheet figures (TB/s, the T4's 320 GB/s, NVLink link rates) are fine; a measured GB/s is not.
+    measured = [m.group(0) for m in re.finditer(r"\b\d[\d,.]*\s*GB/s", prose)
+                if not m.group(0).startswith("320") and "NVLink" not in prose[max(0, m.start() - 12):m.start()]]
+    assert not measured, measured
+    assert "<!-- FILL:" in text
+
+
+@pytest.mark.parametrize("cc,threads,regs,smem,blocks,percent", [
+    ("9.0", 256, 12, 0, 8, 100.0),          # vector add, 256 threads: limited by warps
+    ("9.0", 256, 16, 0, 8, 100.0),          # "anything up to 16 registers"
+    ("9.0", 32, 12, 0, 32, 50.0),           # 32-thread blocks: limited by the 32 blocks per SM
+    ("7.5", 32, 12, 0, 16, 50.0),           # on a T4: 16 blocks per SM
+    ("9.0", 256, 64, 48 * 1024, 4, 50.0),   # the heavier example
+    ("7.5", 256, 64, 48 * 1024, 1, 25.0),   # ... on a T4
+])
+def test_worked_occupancy_examples(cc, threads, regs, smem, blocks, percent):
+    """The numbers the chapter's prose states agree with the course's occupancy calculator."""
+    occ = occupancy(threads, regs, smem, cc)
+    assert occ.blocks_per_sm == blocks
+    assert occ.percent == pytest.approx(percent)
+
+
+def test_worked_occupancy_limiters():
+    assert occupancy(256, 12, 0, "9.0").limiter == "warps"
+    assert occupancy(32, 12, 0, "9.0").limiter == "blocks"
+    heavy = occupancy(256, 64, 48 * 1024, "9.0")
+    assert heavy.block_limits["registers"] == 4 and heavy.block_limits["shared memory"] == 4
+    assert occupancy(256, 64, 48 * 1024, "7.5").limiter == "shared memory"

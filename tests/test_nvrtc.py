@@ -1,0 +1,140 @@
+"""Compiling with the real NVRTC (no GPU needed): results, errors, headers and ptxas reports."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from kernels.nvrtc import (CudaCompileError, build_options, compile_cuda, cuda_include_dirs,
+                           nvrtc_available, supported_archs)
+
+pytestmark = pytest.mark.skipif(not nvrtc_available(), reason="NVRTC (cuda-bindings) is not installed")
+
+SAXPY = r'''
+extern "C" __global__ void saxpy(float a, const float* x, float* y, int n)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) y[i] = a * x[i] + y[i];
+}
+'''
+
+BROKEN = 'extern "C" __global__ void broken(float* y)\n{\n    y[0] = undefined_name;\n}\n'
+
+# 64 floats indexed with run-time indices cannot live in registers, and __launch_bounds__(1024)
+# caps a thread at 64 registers: the array goes to local memory (stack frame) and spills appear.
+SPILLY = r'''
+extern "C" __global__ void __launch_bounds__(1024) spilly(float* out, const int* idx, int n)
+{
+    float a[64];
+    for (int k = 0; k < 64; ++k) a[k] = out[k * n + threadIdx.x];
+    for (int k = 0; k < 64; ++k) a[idx[k]] += a[idx[k + 64]];
+    float s = 0.0f;
+    for (int k = 0; k < 64; ++k) s += a[k] * a[63 - k];
+    out[threadIdx.x] = s;
+}
+'''
+
+TEMPLATE = r'''
+template <typename T, int BLOCK>
+__global__ void block_sum(const T* in, T* out)
+{
+    __shared__ T tile[BLOCK];
+    tile[threadIdx.x] = in[blockIdx.x * BLOCK + threadIdx.x];
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        T s = 0;
+        for (int i = 0; i < BLOCK; ++i) s += tile[i];
+        out[blockIdx.x] = s;
+    }
+}
+'''
+
+
+@pytest.mark.parametrize("arch", ["sm_75", "sm_90"])
+def test_compiles_and_reports_registers(arch):
+    result = compile_cuda(SAXPY, arch)
+    assert result.ok, result.log
+    assert result.arch == arch
+    assert result.cubin is not None and result.cubin[:4] == b"\x7fELF"
+    report = result.resources["saxpy"]
+    assert report.arch == arch
+    assert 0 < report.registers <= 255
+    assert report.spills is False and report.shared_bytes == 0 and report.barriers == 0
+
+
+def test_syntax_error_is_reported_with_file_and_line():
+    result = compile_cuda(BROKEN, "sm_90", filename="broken.cu")
+    assert not result.ok and result.cubin is None
+    assert 'broken.cu(3): error: identifier "undefined_name" is undefined' in result.log
+    assert any("broken.cu(3)" in line for line in result.errors())
+    with pytest.raises(CudaCompileError, match=r"broken.cu does not compile for sm_90:\n.*broken.cu\(3\): error"):
+        result.raise_for_errors()
+
+
+def test_ok_result_raise_for_errors_returns_itself():
+    result = compile_cuda(SAXPY, "sm_75")
+    assert result.raise_for_errors() is result
+
+
+def test_launch_bounds_with_dynamically_indexed_array_uses_local_memory():
+    report = compile_cuda(SPILLY, "sm_90").raise_for_errors().resources["spilly"]
+    assert report.registers <= 64
+    assert report.stack_frame_bytes > 0 or report.spills
+
+
+def test_cuda_fp16_header_resolves():
+    code = ('#include <cuda_fp16.h>\n'
+            'extern "C" __global__ void halve(const __half* x, float* y)\n'
+            '{ y[threadIdx.x] = __half2float(x[threadIdx.x]) * 0.5f; }\n')
+    assert cuda_include_dirs(), "no CUDA header directory found"
+    result = compile_cuda(code, "sm_75")
+    assert result.ok, result.log
+
+
+def test_name_expressions_give_lowered_names_and_per_instance_reports():
+    exprs = ["block_sum<float, 256>", "block_sum<double, 128>"]
+    result = compile_cuda(TEMPLATE, "sm_90", name_expressions=exprs).raise_for_errors()
+    assert set(result.lowered_names) == set(exprs)
+    assert all(name.startswith("_Z9block_sum") for name in result.lowered_names.values())
+    assert result.resources["block_sum<float, 256>"].shared_bytes == 256 * 4
+    assert result.resources["block_sum<double, 128>"].shared_bytes == 128 * 8
+    assert result.resources["block_sum<float, 256>"].barriers == 1
+
+
+def test_uninstantiated_template_compiles_to_nothing():
+    result = compile_cuda(TEMPLATE, "sm_90").raise_for_errors()
+    assert result.resources == {}
+
+
+def test_compute_arch_gives_ptx_without_cubin():
+    result = compile_cuda(SAXPY, "compute_90").raise_for_errors()
+    assert result.cubin is None
+    assert ".entry saxpy" in result.ptx and ".target sm_90" in result.ptx
+    assert result.resources == {}
+
+
+def test_user_options_are_passed_through(tmp_path: Path):
+    code = '#include "tile.cuh"\n#ifndef BLOCK\n#error BLOCK must be defined\n#endif\n' \
+           'extern "C" __global__ void k(float* x) { __shared__ float s[BLOCK * TILE]; ' \
+           's[threadIdx.x] = x[0]; x[1] = s[0]; }\n'
+    (tmp_path / "tile.cuh").write_text("#define TILE 2\n")
+    include = f"--include-path={tmp_path}"
+    missing = compile_cuda(code, "sm_90", options=[include])
+    assert not missing.ok and "BLOCK must be defined" in missing.log
+    result = compile_cuda(code, "sm_90", options=[include, "-DBLOCK=32"]).raise_for_errors()
+    assert result.resources["k"].shared_bytes == 32 * 2 * 4
+
+
+def test_build_options_always_ask_ptxas_for_a_report():
+    opts = build_options("sm_75", ["-DX=1"])
+    assert "-arch=sm_75" in opts and "-std=c++17" in opts and "-lineinfo" in opts
+    assert "--ptxas-options=-v" in opts and opts[-1] == "-DX=1"
+    assert "-std=c++17" not in build_options("sm_75", ["-std=c++14"])
+    assert "--ptxas-options=-v" not in build_options("compute_75")
+
+
+def test_supported_archs_include_the_course_targets_and_refuse_others():
+    archs = supported_archs()
+    assert "sm_75" in archs and "sm_90" in archs
+    with pytest.raises(ValueError, match="cannot compile for sm_11"):
+        compile_cuda(SAXPY, "sm_11")
