@@ -150,7 +150,17 @@ def compile_cuda(code: str, arch: str = "sm_90", options: Sequence[str] = (),
     Never raises for a compile error: the result has ``ok=False`` and the log (call
     ``raise_for_errors()`` to turn it into CudaCompileError). ``resources`` holds the ptxas
     register/shared/spill report of every kernel, keyed by its name or name expression.
+
+    Results are remembered per process (treat them as read-only): NVRTC 13 skips ptxas for a
+    program it has already compiled in this process and then returns an empty log, which would
+    lose the resource report the first compile printed.
     """
+    return _compile_cached(code, arch, tuple(options), tuple(name_expressions), filename)
+
+
+@functools.lru_cache(maxsize=512)
+def _compile_cached(code: str, arch: str, options: tuple[str, ...],
+                    name_expressions: tuple[str, ...], filename: str) -> CompileResult:
     nv = _binding()
     if arch.startswith("sm_") and arch.rstrip("af") not in supported_archs():
         raise ValueError(f"NVRTC {'.'.join(map(str, nvrtc_version()))} cannot compile for {arch}; "

@@ -138,3 +138,12 @@ def test_supported_archs_include_the_course_targets_and_refuse_others():
     assert "sm_75" in archs and "sm_90" in archs
     with pytest.raises(ValueError, match="cannot compile for sm_11"):
         compile_cuda(SAXPY, "sm_11")
+
+
+def test_second_compile_of_a_program_keeps_its_resource_report():
+    """NVRTC 13 prints no ptxas report when a process compiles the same program twice."""
+    code = 'extern "C" __global__ void twice(float* x) { x[threadIdx.x] *= 2.0f; }'
+    first = compile_cuda(code, "sm_75")
+    second = compile_cuda(code, "sm_75")
+    assert first.resources["twice"].registers is not None
+    assert second.resources == first.resources

@@ -1,0 +1,66 @@
+"""Measured speeds quoted in a chapter's prose must be ones its recorded GPU run printed.
+
+Prose may quote the run (``reaches 2692 GB/s``), but a number that no output contains is either a
+typo or left over from an older run, and the book promises that every number in it is true.
+"""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import nbformat
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+CHAPTERS = sorted(p for p in (ROOT / "book").glob("*.md") if p.with_suffix(".ipynb").exists())
+
+# Speeds with these units are measurements; datasheet figures are written in TB/s or named below.
+MEASURED = re.compile(r"(?<![\w.])(\d[\d,]*(?:\.\d+)?)\s*(GB/s|TFLOP/s|GFLOP/s)")
+# Figures quoted from elsewhere, not measured by the book: datasheets, and the study notes' own
+# laptop measurements (quoted as theirs). Tables (lines starting with "|") are quotations too.
+QUOTED = {("320", "GB/s"), ("300", "GB/s"), ("600", "GB/s"), ("900", "GB/s"), ("160", "GB/s"),
+          ("256", "GB/s"), ("67", "TFLOP/s"), ("8.1", "TFLOP/s"), ("7.7", "TFLOP/s"),
+          ("120", "GFLOP/s")}
+NUMBER = re.compile(r"-?\d[\d,]*(?:\.\d+)?(?:e[+-]?\d+)?")
+
+
+def prose(md: Path) -> str:
+    text = md.read_text(encoding="utf-8")
+    text = re.sub(r"^```.*?^```\s*$", "", text, flags=re.M | re.S)      # code cells and fences
+    text = re.sub(r"<!--.*?-->", "", text, flags=re.S)
+    return "\n".join(line for line in text.splitlines() if not line.lstrip().startswith("|"))
+
+
+def output_numbers(ipynb: Path) -> list[float]:
+    nb = nbformat.read(ipynb, as_version=4)
+    texts: list[str] = []
+    for cell in nb.cells:
+        for out in cell.get("outputs", []):
+            if "text" in out:
+                texts.append(out["text"])
+            for mime in ("text/plain", "text/html", "text/markdown"):
+                if mime in out.get("data", {}):
+                    texts.append(out["data"][mime])
+    return [float(m.replace(",", "")) for m in NUMBER.findall("\n".join(texts))]
+
+
+def matches(quoted: str, recorded: list[float]) -> bool:
+    decimals = len(quoted.split(".")[1]) if "." in quoted else 0
+    value = float(quoted.replace(",", ""))
+    return any(abs(round(r, decimals) - value) < 10 ** -decimals / 2 + 1e-9 for r in recorded)
+
+
+@pytest.mark.parametrize("md", CHAPTERS, ids=lambda p: p.stem)
+def test_quoted_speeds_come_from_the_recorded_run(md):
+    recorded = output_numbers(md.with_suffix(".ipynb"))
+    quoted = [(m.group(1), m.group(2)) for m in MEASURED.finditer(prose(md))]
+    stray = [f"{q} {unit}" for q, unit in quoted if (q, unit) not in QUOTED and not matches(q, recorded)]
+    assert not stray, f"{md.name} quotes speeds that its recorded outputs do not contain: {stray}"
+
+
+def test_the_check_catches_a_number_that_was_not_measured(tmp_path):
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("print(1)")])
+    nb.cells[0].outputs = [nbformat.v4.new_output("stream", text="copy: 2981.4 GB/s\n")]
+    nbformat.write(nb, tmp_path / "ch.ipynb")
+    assert matches("2981", output_numbers(tmp_path / "ch.ipynb"))
+    assert not matches("2990", output_numbers(tmp_path / "ch.ipynb"))
