@@ -6,6 +6,8 @@ plain JavaScript let the reader move the same sliders over them. No library, no 
 """
 from __future__ import annotations
 
+import html
+
 import json
 import math
 import uuid
@@ -127,8 +129,10 @@ class Explorer:
         readout: Sequence[str] = (),
         height: int = 320,
         initial: Mapping[str, Any] | None = None,
+        caption: str = "Recorded measurements; run the notebook on a GPU to measure live.",
     ) -> None:
         self.records = [dict(r) for r in records]
+        self.caption = caption
         self.x, self.y = x, y
         self.controls = [c for c in controls if c not in (x, series)]
         self.series = series
@@ -210,8 +214,8 @@ class Explorer:
             f'<div class="course-explorer-controls" style="display:flex;flex-wrap:wrap;gap:4px 18px">'
             f'{"".join(sliders)}</div>'
             f'<div class="course-explorer-readout" style="margin-top:6px;font-family:monospace"></div>'
-            f'<div class="course-explorer-caption" style="color:#777;font-size:11px">Recorded measurements; '
-            f"run the notebook on a GPU to measure live.</div>"
+            f'<div class="course-explorer-caption" style="color:#777;font-size:11px">'
+            f"{html.escape(self.caption)}</div>"
             f'<script type="application/json" class="course-explorer-data">{data}</script>'
             f"<script>{_JS.replace('__ID__', self.id)}</script>"
             f"</div>"
@@ -245,7 +249,7 @@ function isnum(v){return typeof v==="number"&&isFinite(v);}
 function trim(s){return (s.indexOf(".")>=0&&s.indexOf("e")<0)?s.replace(/0+$/,"").replace(/\.$/,""):s;}
 function fmt(v){if(v===null||v===undefined)return "\u2014"; if(typeof v!=="number")return String(v);
  var a=Math.abs(v); if(a>=1e9)return trim((v/1e9).toPrecision(3))+"G"; if(a>=1e6)return trim((v/1e6).toPrecision(3))+"M";
- if(a>=1e4)return trim((v/1e3).toPrecision(3))+"k"; if(v===Math.round(v))return String(v); return trim(v.toPrecision(3));}
+ if(a>=1e4)return trim((v/1e3).toPrecision(3))+"k"; if(a>=100||v===Math.round(v))return String(Math.round(v)); return trim(v.toPrecision(3));}
 var ctl={}, i, k;
 var sliders=root.querySelectorAll("input[type=range]");
 var xs=distinct(C.x), ys=cols[C.y]||[];

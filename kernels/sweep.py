@@ -100,15 +100,15 @@ class Sweep:
         """Measure every point (all combinations by default); keeps and returns the records."""
         todo = [dict(p) for p in points] if points is not None else self.points()
         records = []
+        show = _progress_line() if progress and todo else (lambda text: None)
         for i, point in enumerate(todo, 1):
-            if progress:
-                label = ", ".join(f"{k}={v}" for k, v in point.items())
-                print(f"\r[{i}/{len(todo)}] {self.title}: {label}".ljust(80), end="", file=sys.stdout, flush=True)
+            label = ", ".join(f"{k}={v}" for k, v in point.items())
+            show(f"[{i}/{len(todo)}] {self.title}: {label}")
             records.append(self.measure_point(point))
-        if progress and todo:
-            failed = sum(1 for r in records if r.get(self.y) is None)
-            print(f"\r[{len(todo)}/{len(todo)}] {self.title}: done"
-                  + (f", {failed} point(s) without {self.y}" if failed else "").ljust(60), flush=True)
+        failed = sum(1 for r in records if r.get(self.y) is None)
+        self.device = _device_name()
+        show(f"[{len(todo)}/{len(todo)}] {self.title}: measured on {self.device or 'this machine'}"
+             + (f"; {failed} point(s) without {self.y}" if failed else ""))
         self.records = records
         return records
 
@@ -133,9 +133,12 @@ class Sweep:
         """The recorded face of the figure."""
         controls = [p for p in self.params if p not in (self.x, self.series)]
         readout = self.readout or [m for m in self.metric_fields() if m != self.y]
+        device = getattr(self, "device", None)
+        caption = (f"Recorded on {device}; run the notebook on a GPU to measure live." if device
+                   else "Recorded measurements; run the notebook on a GPU to measure live.")
         return Explorer(self.records, x=self.x, y=self.y, controls=controls, series=self.series,
                         title=self.title, log_x=self.log_x, log_y=self.log_y, hlines=self.hlines,
-                        readout=readout)
+                        readout=readout, caption=caption)
 
     def summary(self) -> str:
         """The text/plain face: the best point and the failures, in one or two lines."""
@@ -318,3 +321,29 @@ def _plot(sweep: Sweep, point: Mapping[str, Any]) -> None:
     fig.tight_layout()
     display(fig)
     plt.close(fig)
+
+
+def _progress_line() -> Callable[[str], None]:
+    """One progress line that rewrites itself: a display handle in a notebook (so the saved
+    notebook keeps only the last state), a carriage return on a terminal."""
+    try:
+        from IPython import get_ipython
+        from IPython.display import display
+        from IPython.lib.pretty import Pretty
+    except ImportError:
+        get_ipython = None  # type: ignore[assignment]
+    if get_ipython is not None and get_ipython() is not None:
+        handle = display(Pretty(""), display_id=True)
+        return lambda text: handle.update(Pretty(text))
+    return lambda text: print(f"\r{text}".ljust(80), end="", file=sys.stdout, flush=True)
+
+
+def _device_name() -> str | None:
+    """The GPU's name for the record, or None where there is none (tests, CPU-only machines)."""
+    try:
+        from .backend import gpu_available
+        from .device import device_info
+
+        return device_info().name if gpu_available() else None
+    except Exception:
+        return None
