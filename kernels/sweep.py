@@ -328,8 +328,7 @@ def _progress_line() -> Callable[[str], None]:
     notebook keeps only the last state), a carriage return on a terminal."""
     try:
         from IPython import get_ipython
-        from IPython.display import display
-        from IPython.lib.pretty import Pretty
+        from IPython.display import Pretty, display
     except ImportError:
         get_ipython = None  # type: ignore[assignment]
     if get_ipython is not None and get_ipython() is not None:
