@@ -1,0 +1,214 @@
+"""CPU tests of the "Memory hierarchy" chapter: its kernels compile for the T4 (sm_75) and the H100
+(sm_90) with NVRTC and use the resources the chapter says they use, the pure helpers of
+kernels.memory_hierarchy (chains, bank arithmetic, references) agree with plain Python loops, and the
+chapter has the course's structure.
+"""
+from __future__ import annotations
+
+import ast
+import re
+from math import gcd
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from kernels import memory_hierarchy as mh
+from kernels.nvrtc import compile_cuda, nvrtc_available
+from kernels.sources import source
+
+ROOT = Path(__file__).resolve().parents[1]
+CHAPTER = ROOT / "book" / "memory_hierarchy.md"
+KERNEL_DIR = ROOT / "kernels" / "cuda" / "memory_hierarchy"
+ARCHS = ["sm_75", "sm_90"]
+
+KERNELS = {
+    "pointer_chase.cu": ["pointer_chase"],
+    "reread.cu": ["reread"],
+    "bank_stride.cu": ["bank_stride"],
+    "tile_transpose.cu": ["tile_transpose_plain", "tile_transpose_padded", "tile_transpose_swizzled"],
+    "constant_table.cu": ["lookup_constant", "lookup_global"],
+}
+
+needs_nvrtc = pytest.mark.skipif(not nvrtc_available(), reason="NVRTC bindings not installed")
+
+
+def compiled(filename: str, arch: str):
+    path = f"memory_hierarchy/{filename}"
+    return compile_cuda(source(path), arch, (), filename=path).raise_for_errors()
+
+
+def test_every_kernel_file_is_listed():
+    assert sorted(p.name for p in KERNEL_DIR.glob("*.cu")) == sorted(KERNELS)
+
+
+@needs_nvrtc
+@pytest.mark.parametrize("arch", ARCHS)
+@pytest.mark.parametrize("filename", sorted(KERNELS))
+def test_compiles_without_local_memory(filename, arch):
+    result = compiled(filename, arch)
+    assert result.cubin
+    assert sorted(result.resources) == sorted(KERNELS[filename])
+    for report in result.resources.values():
+        assert report.stack_frame_bytes == 0 and not report.spills, report
+
+
+@needs_nvrtc
+@pytest.mark.parametrize("arch", ARCHS)
+def test_static_shared_memory(arch):
+    assert compiled("bank_stride.cu", arch).resources["bank_stride"].shared_bytes == 4 * mh.TABLE_WORDS
+    for report in compiled("tile_transpose.cu", arch).resources.values():
+        assert report.shared_bytes == 4 * 32 * 33  # sized for the padded layout in all three
+    for name in ("pointer_chase", "reread"):
+        assert not compiled(f"{name}.cu", arch).resources[name].shared_bytes
+
+
+def test_constant_table_size_matches_helpers():
+    code = source("memory_hierarchy/constant_table.cu")
+    assert f"#define ENTRIES {mh.LOOKUP_ENTRIES}" in code
+    assert "__constant__ float table_c[ENTRIES]" in code
+    assert f"#define WORDS {mh.TABLE_WORDS}" in source("memory_hierarchy/bank_stride.cu")
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+@pytest.mark.parametrize("nbytes", [128, 128 * 7, 4096, 128 * 1009 + 77])
+def test_chase_chain_is_one_cycle_over_all_lines(nbytes):
+    nxt = mh.chase_chain(nbytes, seed=3)
+    lines = nbytes // 128
+    assert nxt.dtype == np.uint32 and len(nxt) == lines * 32
+    seen, j = set(), 0
+    for _ in range(lines):
+        assert j % 32 == 0 and j not in seen
+        seen.add(j)
+        j = int(nxt[j])
+    assert j == 0 and len(seen) == lines
+    assert not np.any(nxt.reshape(lines, 32)[:, 1:])
+
+
+def test_chase_chain_rejects_tiny_sets():
+    with pytest.raises(ValueError):
+        mh.chase_chain(64)
+
+
+def test_follow_chain():
+    nxt = np.array([2, 0, 1])
+    assert mh.follow_chain(nxt, 0) == 0
+    assert [mh.follow_chain(nxt, s) for s in (1, 2, 3, 4)] == [2, 1, 0, 2]
+
+
+@pytest.mark.parametrize("stride", list(range(0, 34)))  # lane * stride < 1024: no wrap-around
+def test_conflict_degree_is_gcd(stride):
+    degree = mh.conflict_degree(mh.stride_words(stride))
+    assert degree == mh.predicted_degree(stride)
+    assert degree == (1 if stride == 0 else gcd(stride, 32))
+
+
+def test_conflict_degree_counts_distinct_words_only():
+    assert mh.conflict_degree([0] * 32) == 1                  # broadcast
+    assert mh.conflict_degree([0, 32] * 16) == 2              # two words in bank 0
+    assert mh.conflict_degree(list(range(32))) == 1
+    assert mh.conflict_degree([5 * 32 + 1, 1, 33, 2]) == 3
+
+
+def test_tile_layouts_column_banks():
+    for r_of in (lambda r, c: r * 33 + c, lambda r, c: r * 32 + (c ^ r)):
+        for c in range(32):
+            assert mh.conflict_degree([r_of(r, c) for r in range(32)]) == 1   # column read
+            assert mh.conflict_degree([r_of(c, k) for k in range(32)]) == 1   # row write
+    assert mh.conflict_degree([r * 32 + 5 for r in range(32)]) == 32
+
+
+def test_unified_l1():
+    assert mh.unified_l1_kib("9.0") == 256 and mh.unified_l1_kib("7.5") == 96
+    assert mh.unified_l1_kib("1.0") is None
+
+
+# --------------------------------------------------------------------------- references vs loops
+
+rng = np.random.default_rng(7)
+
+
+def test_bank_stride_reference():
+    table = rng.standard_normal(mh.TABLE_WORDS)
+    for stride in (0, 1, 2, 32, 33):
+        ref = mh.bank_stride_reference(table, stride, 9, 70)
+        loop = [9 * table[((t % 32) * stride) % 1024] for t in range(70)]
+        np.testing.assert_allclose(ref, loop, rtol=1e-12)
+
+
+def test_lookup_reference():
+    table = rng.standard_normal(mh.LOOKUP_ENTRIES)
+    for distinct in (1, 2, 8, 32):
+        ref = mh.lookup_reference(table, distinct, 300, 65)
+        loop = [sum(table[(k + ((t % 32) & (distinct - 1))) & 255] for k in range(300)) for t in range(65)]
+        np.testing.assert_allclose(ref, loop, rtol=1e-12, atol=1e-12)
+
+
+def test_reread_reference():
+    for n4, threads in [(1, 128), (5, 3), (1001, 384)]:
+        x = rng.standard_normal(4 * n4)
+        ref = mh.reread_reference(x, n4, 3, threads)
+        loop = [3 * sum(x[4 * i:4 * i + 4].sum() for i in range(t, n4, threads)) for t in range(threads)]
+        np.testing.assert_allclose(ref, loop, rtol=1e-12, atol=1e-12)
+
+
+def test_tile_transpose_reference():
+    x = rng.standard_normal(3 * 1024)
+    ref = mh.tile_transpose_reference(x, 3, 2).reshape(3, 32, 32)
+    for t in range(3):
+        for r in range(32):
+            for c in range(32):
+                assert ref[t, r, c] == 2 * x[t * 1024 + c * 32 + r]
+
+
+# --------------------------------------------------------------------------- the chapter
+
+
+def _code_cells() -> list[str]:
+    import jupytext
+
+    return [c.source for c in jupytext.read(CHAPTER).cells if c.cell_type == "code"]
+
+
+def test_chapter_cells_parse_and_setup_cell_comes_first():
+    cells = _code_cells()
+    assert len(cells) >= 15
+    for i, cell in enumerate(cells):
+        ast.parse(cell, filename=f"memory_hierarchy.md cell {i}")
+    import sys
+
+    sys.path.insert(0, str(ROOT / "tools"))
+    from notebooks import SETUP_CELL  # tools/ is not a package
+
+    assert cells[0].rstrip("\n") == SETUP_CELL
+
+
+def test_chapter_structure():
+    text = CHAPTER.read_text()
+    headings = re.findall(r"^## (.+)$", text, re.M)
+    assert headings[0] == "Learning goals"
+    assert headings[-3:] == ["Summary", "Exercises", "Further reading"]
+    assert "exercises/memory_hierarchy" in text
+    assert text.count("Sweep(") >= 2
+
+
+def test_chapter_kernels_exist():
+    text = CHAPTER.read_text()
+    for filename in re.findall(r'show_source\("memory_hierarchy/([\w.]+)"', text):
+        assert filename in KERNELS
+    assert sorted(set(re.findall(r'show_source\("memory_hierarchy/([\w.]+)"', text))) == sorted(KERNELS)
+    for filename, name in re.findall(r'(?:load_kernel|resource_report)\("memory_hierarchy/([\w.]+)", "(\w+)"', text):
+        assert name in KERNELS[filename]
+    for names in KERNELS.values():
+        for name in names:
+            assert name in text or name.rsplit("_", 1)[0] in text
+
+
+def test_chapter_prose_has_no_hard_coded_speeds():
+    """Measured figures go into FILL markers for the recorded run; only the T4 datasheet figure is quoted."""
+    text = re.sub(r"^```.*?^```\s*$", "", CHAPTER.read_text(), flags=re.M | re.S)
+    text = re.sub(r"<!--.*?-->", "", text, flags=re.S)
+    speeds = re.findall(r"(\d[\d,.]*)\s*(GB/s|TFLOP/s|GFLOP/s)", text)
+    assert set(speeds) <= {("320", "GB/s")}, speeds

@@ -1,0 +1,239 @@
+"""CPU tests of the "SIMT and warps" chapter: its kernels compile for the T4 (sm_75) and the H100
+(sm_90) with NVRTC and contain the warp instructions the chapter says they contain; the chapter has
+its structure and setup cell; the NumPy references (the GPU tests' and the chapter's) agree with plain
+Python loops; the warp-mapping and scheduling helpers are right.
+"""
+from __future__ import annotations
+
+import ast
+import importlib.util
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from kernels import diagrams_simt_and_warps as simt
+from kernels.nvrtc import compile_cuda, nvrtc_available
+from kernels.sources import source
+
+ROOT = Path(__file__).resolve().parents[1]
+CHAPTER = ROOT / "book" / "simt_and_warps.md"
+KERNEL_DIR = ROOT / "kernels" / "cuda" / "simt_and_warps"
+ARCHS = ["sm_75", "sm_90"]
+
+KERNELS = {
+    "branch_paths.cu": ["branch_paths"],
+    "short_branch.cu": ["short_branch", "long_branch"],
+    "block_sum.cu": ["block_sum_unsafe_tail", "block_sum_syncwarp", "block_sum_shfl"],
+    "warp_ops.cu": ["warp_allreduce", "warp_votes"],
+    "latency_copy.cu": ["copy_one_in_flight", "copy_four_in_flight"],
+}
+
+needs_nvrtc = pytest.mark.skipif(not nvrtc_available(), reason="NVRTC bindings not installed")
+
+
+def compiled(filename: str, arch: str):
+    path = f"simt_and_warps/{filename}"
+    return compile_cuda(source(path), arch, filename=path).raise_for_errors()
+
+
+def ptx_body(filename: str, kernel: str) -> str:
+    ptx = compiled(filename, "compute_75").ptx
+    return ptx.split(f".entry {kernel}(")[1].split(".entry")[0]
+
+
+def test_every_kernel_file_is_listed():
+    assert sorted(p.name for p in KERNEL_DIR.glob("*.cu")) == sorted(KERNELS)
+
+
+@needs_nvrtc
+@pytest.mark.parametrize("arch", ARCHS)
+@pytest.mark.parametrize("filename", sorted(KERNELS))
+def test_compiles(filename, arch):
+    result = compiled(filename, arch)
+    assert result.cubin
+    assert sorted(result.resources) == sorted(KERNELS[filename])
+    for report in result.resources.values():
+        assert report.stack_frame_bytes == 0 and not report.spills, report
+
+
+@needs_nvrtc
+def test_warp_instructions_are_there():
+    assert "bar.warp.sync" in ptx_body("block_sum.cu", "block_sum_syncwarp")
+    assert "bar.warp.sync" not in ptx_body("block_sum.cu", "block_sum_unsafe_tail")
+    assert "shfl.sync.down" in ptx_body("block_sum.cu", "block_sum_shfl")
+    assert "shfl.sync.bfly" in ptx_body("warp_ops.cu", "warp_allreduce")
+    votes = ptx_body("warp_ops.cu", "warp_votes")
+    assert "vote.sync.ballot" in votes and "popc" in votes
+    assert "vote.sync.any" in votes and "vote.sync.all" in votes
+
+
+@needs_nvrtc
+def test_short_branch_is_a_select_and_long_branch_branches():
+    short = ptx_body("short_branch.cu", "short_branch")
+    assert "selp" in short and len(re.findall(r"\bbra\b", short)) == 1  # only the bounds check
+    assert len(re.findall(r"\bbra\b", ptx_body("short_branch.cu", "long_branch"))) > 2
+
+
+@needs_nvrtc
+def test_branch_paths_keeps_four_distinct_loops():
+    body = ptx_body("branch_paths.cu", "branch_paths")
+    constants = set(re.findall(r"fma\.rn\.f32\s+%f\d+, %f\d+, (0f[0-9A-F]{8}), (0f[0-9A-F]{8})", body))
+    assert len(constants) == 4
+
+
+def test_unsafe_tail_has_no_synchronisation():
+    code = re.sub(r"//[^\n]*", "", source("simt_and_warps/block_sum.cu"))  # code, not comments
+    tail = code.split("block_sum_unsafe_tail")[1].split("block_sum_syncwarp")[0]
+    assert "__syncwarp" not in tail.split("if (t < 16)")[1] and "volatile" not in tail
+
+
+# --------------------------------------------------------------------------- chapter structure
+
+
+def _chapter_text() -> str:
+    return CHAPTER.read_text(encoding="utf-8")
+
+
+def _chapter_cells() -> list[str]:
+    import jupytext
+
+    return [c.source for c in jupytext.read(CHAPTER).cells if c.cell_type == "code"]
+
+
+def test_sections_in_order():
+    headings = re.findall(r"^## (.+)$", _chapter_text(), flags=re.M)
+    order = [headings.index(h) for h in ("Learning goals", "Summary", "Exercises", "Further reading")]
+    assert order == sorted(order) and order[0] == 0 and order[-1] == len(headings) - 1
+
+
+def test_first_cell_is_the_setup_cell():
+    import sys
+
+    sys.path.insert(0, str(ROOT / "tools"))
+    import notebooks  # noqa: E402  (tools/ is not a package)
+
+    assert _chapter_cells()[0].rstrip("\n") == notebooks.SETUP_CELL
+
+
+def test_code_cells_parse():
+    for cell in _chapter_cells():
+        ast.parse(cell)
+
+
+def test_every_kernel_is_loaded_and_shown():
+    text = _chapter_text()
+    for filename, names in KERNELS.items():
+        assert f'simt_and_warps/{filename}"' in text
+        for name in names:
+            if name not in ("short_branch", "long_branch"):  # these two are read as PTX/SASS, not run
+                assert f'"{name}"' in text, name
+
+
+def test_no_measured_speeds_in_prose():
+    prose = re.sub(r"^```.*?^```\s*$", "", _chapter_text(), flags=re.M | re.S)
+    prose = re.sub(r"<!--.*?-->", "", prose, flags=re.S)
+    speeds = re.findall(r"(\d[\d,.]*)\s*(GB/s|TFLOP/s)", prose)
+    assert all(value in ("320",) for value, _ in speeds), speeds
+
+
+def test_no_mention_of_the_workplace():
+    text = _chapter_text().lower()
+    for word in ("/work/shared", "seeds-", "seed 00", "assistant"):
+        assert word not in text
+
+
+# --------------------------------------------------------------------------- references
+
+
+def _gpu_test_module():
+    spec = importlib.util.spec_from_file_location(
+        "simt_and_warps_gpu", ROOT / "tests" / "gpu" / "test_simt_and_warps_gpu.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _chapter_functions(names: set[str]) -> dict:
+    namespace: dict = {"np": np, "A": np.array([0.75, 0.5, -0.625, 0.875]),
+                       "B": np.array([0.25, -0.125, 0.5, -0.375])}
+    for cell in _chapter_cells():
+        for node in ast.parse(cell).body:
+            if isinstance(node, ast.FunctionDef) and node.name in names:
+                exec(compile(ast.Module([node], []), str(CHAPTER), "exec"), namespace)
+    assert names <= set(namespace), names - set(namespace)
+    return namespace
+
+
+REFERENCES = {"branch_reference", "block_sums_reference", "warp_sums_reference", "votes_reference"}
+
+
+def _sources():
+    return [vars(_gpu_test_module()), _chapter_functions(REFERENCES)]
+
+
+def loop_branch(x, pattern, work, block):
+    a = [0.75, 0.5, -0.625, 0.875]
+    b = [0.25, -0.125, 0.5, -0.375]
+    out = []
+    for i, v in enumerate(x):
+        t = i % block
+        path = [0, (t // 32) % 2, (t // 32) % 4, t % 2, t % 4, 0 if v > 0 else 1][pattern]
+        for _ in range(work):
+            v = v * a[path] + b[path]
+        out.append(v)
+    return np.array(out)
+
+
+@pytest.mark.parametrize("origin", [0, 1], ids=["gpu tests", "chapter"])
+def test_references_match_loops(origin):
+    ref = _sources()[origin]
+    rng = np.random.default_rng(1)
+    for n in (1, 37, 300):
+        x = rng.uniform(-1, 1, n)
+        for pattern in range(6):
+            assert np.allclose(ref["branch_reference"](x, n, pattern, 5, 64), loop_branch(x, pattern, 5, 64))
+        xi = rng.integers(-100, 101, n)
+        for grid, block in ((1, 32), (3, 64), (5, 32)):
+            want = [sum(int(xi[i]) for i in range(n) if (i // block) % grid == b) for b in range(grid)]
+            assert list(ref["block_sums_reference"](xi, n, grid, block)) == want
+        want = [sum(x[(i // 32) * 32: min(n, (i // 32) * 32 + 32)]) for i in range(n)]
+        assert np.allclose(ref["warp_sums_reference"](x, n), want)
+        votes = ref["votes_reference"](x, n)
+        for w in range(-(-n // 32)):
+            lanes = [i < n and x[i] > 0 for i in range(32 * w, 32 * w + 32)]
+            assert votes["ballot"][w] == sum(1 << l for l, p in enumerate(lanes) if p)
+            assert votes["count"][w] == sum(lanes)
+            assert votes["any"][w] == int(any(lanes)) and votes["all"][w] == int(all(lanes))
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def test_warp_of():
+    assert simt.warp_of(0) == (0, 0)
+    assert simt.warp_of(37, block=(64,)) == (1, 5)
+    assert simt.warp_of(7, 1, 0, (24, 4)) == (0, 31)
+    assert simt.warp_of(8, 1, 0, (24, 4)) == (1, 0)
+    assert simt.warp_of(5, 0, 1, (8, 4, 2)) == (1, 5)
+    with pytest.raises(ValueError):
+        simt.warp_of(24, 0, 0, (24, 4))
+
+
+@pytest.mark.parametrize("warps,latency,compute", [(1, 20, 3), (3, 20, 3), (6, 20, 3), (2, 80, 9), (16, 400, 3)])
+def test_scheduler_model_follows_its_closed_form(warps, latency, compute):
+    run = simt.simulate_scheduler(warps, latency, compute, cycles=6000)
+    assert run.utilization == pytest.approx(simt.issue_utilization(warps, latency, compute), abs=0.02)
+    assert ((run.states == 2).sum(axis=0) <= 1).all()  # one issue per cycle
+
+
+def test_scheduler_stops_after_loads():
+    run = simt.simulate_scheduler(2, 5, 2, cycles=200, loads=3)
+    assert run.issued == 2 * (3 * 3 + 2)
+    assert (run.states[:, -1] == 3).all()
+
+
+def test_figures_build():
+    assert simt.warp_layout().axes
+    assert simt.scheduler_timeline().axes
