@@ -131,13 +131,6 @@ def test_every_kernel_is_loaded_and_shown():
                 assert f'"{name}"' in text, name
 
 
-def test_no_measured_speeds_in_prose():
-    prose = re.sub(r"^```.*?^```\s*$", "", _chapter_text(), flags=re.M | re.S)
-    prose = re.sub(r"<!--.*?-->", "", prose, flags=re.S)
-    speeds = re.findall(r"(\d[\d,.]*)\s*(GB/s|TFLOP/s)", prose)
-    assert all(value in ("320",) for value, _ in speeds), speeds
-
-
 def test_no_mention_of_the_workplace():
     text = _chapter_text().lower()
     for word in ("/work/shared", "seeds-", "seed 00", "assistant"):

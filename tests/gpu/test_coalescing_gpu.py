@@ -19,16 +19,6 @@ TILED = [(32, 8, 0), (32, 8, 1), (16, 4, 1), (16, 8, 1), (16, 16, 1), (32, 4, 1)
          (32, 32, 1), (64, 4, 1), (64, 8, 1), (64, 16, 1)]
 
 
-@pytest.fixture(scope="module")
-def k():
-    """The kernels package, skipping the module when there is no GPU."""
-    pytest.importorskip("cupy")
-    import kernels
-
-    if not kernels.gpu_available():
-        pytest.skip("no CUDA GPU")
-    return kernels
-
 
 def grid_for(k, n):
     return k.ceil_div(n, BLOCK * PER_THREAD)

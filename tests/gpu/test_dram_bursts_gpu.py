@@ -22,16 +22,6 @@ def copy_reference(x, n):
     return x
 
 
-@pytest.fixture(scope="module")
-def k():
-    """The kernels package, skipping the module when there is no GPU."""
-    pytest.importorskip("cupy")
-    import kernels
-
-    if not kernels.gpu_available():
-        pytest.skip("no CUDA GPU")
-    return kernels
-
 
 def _inputs(k, n, dtype, comps):
     if np.issubdtype(dtype, np.integer):

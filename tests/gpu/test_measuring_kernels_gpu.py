@@ -54,16 +54,6 @@ def scale_reference(x, n):
 # --------------------------------------------------------------------------- helpers
 
 
-@pytest.fixture(scope="module")
-def k():
-    """The kernels package, skipping the module when there is no GPU."""
-    pytest.importorskip("cupy")
-    import kernels
-
-    if not kernels.gpu_available():
-        pytest.skip("no CUDA GPU")
-    return kernels
-
 
 # --------------------------------------------------------------------------- tests
 

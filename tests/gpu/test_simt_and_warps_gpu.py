@@ -66,15 +66,6 @@ def votes_reference(x, n):
 # --------------------------------------------------------------------------- tests
 
 
-@pytest.fixture(scope="module")
-def k():
-    pytest.importorskip("cupy")
-    import kernels
-
-    if not kernels.gpu_available():
-        pytest.skip("no GPU")
-    return kernels
-
 
 @pytest.mark.parametrize("n", SIZES)
 @pytest.mark.parametrize("pattern", range(6))
