@@ -18,6 +18,8 @@ STP_TILE = 256 * 8          # tile of tile_scan / add_tile_offsets (STP_THREADS 
 SORT_TILE = 256 * 8         # keys per block in radix_sort.cu
 RADIX_BITS = 4
 UNIT_ROUNDOFF_F32 = 2.0**-24
+# (threads, items) instantiated for single_pass_scan_v2 (its name_expressions lines)
+SINGLE_PASS_V2_CONFIGS = [(t, i) for t in (128, 256) for i in (8, 16, 24, 32)] + [(512, 8), (512, 16)]
 
 
 # ----------------------------------------------------------------------------- pure helpers
@@ -237,6 +239,29 @@ class SinglePassScan:
         self.n, self.threads, self.items = int(n), threads, items
         self.tiles = max(1, -(-self.n // (threads * items)))
         self.kernel = load_kernel(SCAN_FILE, f"single_pass_scan<{_ctype(dtype)}, {threads}, {items}>")
+        self.state = cp.zeros(1 + self.tiles, dtype=cp.uint64)
+
+    def __call__(self, x: Any, y: Any) -> None:
+        if self.n == 0:
+            return
+        self.state.fill(0)
+        self.kernel((self.tiles,), (self.threads,), (x, y, self.state, self.n))
+
+
+class SinglePassScanV2:
+    """Inclusive scan of an int32 array with single_pass_scan_v2<int, threads, items>: the same
+    decoupled look-back as SinglePassScan (same status words, zeroed by one memset before every
+    launch) with warp-striped 16-byte staging, three block-wide barriers per tile and an early,
+    fence-free aggregate. Configurations: those on the kernel's name_expressions lines.
+    """
+
+    def __init__(self, n: int, dtype: Any = np.int32, threads: int = 256, items: int = 16):
+        import cupy as cp
+        from kernels import load_kernel
+
+        self.n, self.threads, self.items = int(n), threads, items
+        self.tiles = max(1, -(-self.n // (threads * items)))
+        self.kernel = load_kernel(SCAN_FILE, f"single_pass_scan_v2<{_ctype(dtype)}, {threads}, {items}>")
         self.state = cp.zeros(1 + self.tiles, dtype=cp.uint64)
 
     def __call__(self, x: Any, y: Any) -> None:

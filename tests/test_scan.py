@@ -22,10 +22,12 @@ KERNEL_DIR = ROOT / "kernels" / "cuda" / "scan"
 ARCHS = ["sm_75", "sm_90"]
 
 SINGLE_PASS = [f"single_pass_scan<int, {t}, {i}>" for t in (128, 256, 512) for i in (4, 8, 16)]
+SINGLE_PASS_V2 = [f"single_pass_scan_v2<int, {t}, {i}>" for t, i in sc.SINGLE_PASS_V2_CONFIGS]
 KERNELS = {
     "basic_scans.cu": ["hillis_steele_scan", "blelloch_scan_float_temp", "blelloch_scan",
                        "blelloch_scan_padded", "block_scan_shfl"],
-    "large_scan.cu": ["tile_scan", "add_tile_offsets", "single_pass_scan<float, 256, 8>", *SINGLE_PASS],
+    "large_scan.cu": ["tile_scan", "add_tile_offsets", "single_pass_scan<float, 256, 8>", *SINGLE_PASS,
+                      *SINGLE_PASS_V2],
     "compact.cu": ["flag_positive", "scatter_kept"],
     "radix_sort.cu": ["radix_tile_counts", "radix_scatter"],
 }
@@ -57,7 +59,7 @@ def test_every_kernel_file_is_listed():
 
 def test_name_expressions_cover_the_sweep():
     assert set(name_expressions(source("scan/large_scan.cu"))) == {
-        "single_pass_scan<float, 256, 8>", *SINGLE_PASS}
+        "single_pass_scan<float, 256, 8>", *SINGLE_PASS, *SINGLE_PASS_V2}
 
 
 @needs_nvrtc

@@ -101,6 +101,47 @@ def test_single_pass_repeated_launches(k):
         assert bool(cp.array_equal(y, cp.cumsum(x, dtype=cp.int32)))
 
 
+V2_SIZES = [1, 2, 31, 32, 33, 1_000_003, 4 * 2**20 + 7]
+V2_CONFIGS = [(128, 8), (128, 32), (256, 8), (256, 16), (256, 24), (256, 32), (512, 16)]
+
+
+@pytest.mark.parametrize("threads,items", V2_CONFIGS)
+@pytest.mark.parametrize("n", V2_SIZES)
+def test_single_pass_v2_int(k, threads, items, n):
+    k.check(lambda x, n, y: sc.SinglePassScanV2(n, np.int32, threads, items)(x, y),
+            lambda x, n: sc.inclusive_scan(x),
+            inputs={"x": k.rand(n, np.int32, -1000, 1000), "n": n},
+            outputs={"y": (n, np.int32)}).raise_if_failed()
+
+
+@pytest.mark.parametrize("threads,items", [(256, 16), (128, 32)])
+def test_single_pass_v2_wraps_and_repeats(k, threads, items):
+    import cupy as cp
+
+    n = 4 * 2**20 + 7                                  # int32 overflow: the sums must wrap
+    x = cp.random.randint(2**30, 2**31 - 1, n, dtype=cp.int32)
+    scan = sc.SinglePassScanV2(n, np.int32, threads, items)
+    expected = cp.asarray(sc.inclusive_scan(cp.asnumpy(x)).astype(np.int32))
+    y = cp.empty_like(x)
+    for _ in range(10):                                # state reset between launches
+        y.fill(-1)
+        scan(x, y)
+        assert bool(cp.array_equal(y, expected))
+
+
+def test_single_pass_v2_misaligned_views(k):
+    import cupy as cp
+
+    n = 1_000_003
+    base = cp.random.randint(-1000, 1000, n + 1, dtype=cp.int32)
+    x = base[1:]                                       # 4-byte aligned only: the scalar path
+    out = cp.zeros(n + 1, dtype=cp.int32)
+    y = out[1:]
+    sc.SinglePassScanV2(n, np.int32, 256, 16)(x, y)
+    assert bool(cp.array_equal(y, cp.asarray(sc.inclusive_scan(cp.asnumpy(x)).astype(np.int32))))
+    assert int(out[0]) == 0
+
+
 @pytest.mark.parametrize("n", SIZES)
 def test_single_pass_float(k, n):
     k.check(lambda x, n, y: sc.SinglePassScan(n, np.float32)(x, y), lambda x, n: np.cumsum(x),

@@ -26,6 +26,11 @@
 // name_expressions: single_pass_scan<int, 128, 4>, single_pass_scan<int, 128, 8>, single_pass_scan<int, 128, 16>
 // name_expressions: single_pass_scan<int, 256, 4>, single_pass_scan<int, 256, 16>
 // name_expressions: single_pass_scan<int, 512, 4>, single_pass_scan<int, 512, 8>, single_pass_scan<int, 512, 16>
+//
+// single_pass_scan_v2: the same algorithm with less waiting per tile (see the comment above it).
+// name_expressions: single_pass_scan_v2<int, 128, 8>, single_pass_scan_v2<int, 128, 16>, single_pass_scan_v2<int, 128, 24>, single_pass_scan_v2<int, 128, 32>
+// name_expressions: single_pass_scan_v2<int, 256, 8>, single_pass_scan_v2<int, 256, 16>, single_pass_scan_v2<int, 256, 24>, single_pass_scan_v2<int, 256, 32>
+// name_expressions: single_pass_scan_v2<int, 512, 8>, single_pass_scan_v2<int, 512, 16>
 #include "scan/scan_common.cuh"
 
 #define STP_THREADS 256
@@ -147,5 +152,174 @@ add_tile_offsets(int* __restrict__ y, const int* __restrict__ scanned_sums, int 
     for (int k = 0; k < STP_ITEMS; ++k) {
         const long long i = base + k * STP_THREADS + threadIdx.x;
         if (i < n) y[i] += offset;
+    }
+}
+
+// ------------------------------------------------------------------------ single_pass_scan_v2
+//
+// Decoupled look-back as above (same status words, same host-side zeroing, same dynamic tile
+// index), reorganised so that a block spends less time at barriers and waiting:
+//   - Warp-striped staging. Warp w of the block owns the contiguous 32 * ITEMS elements
+//     [base + w * 32 * ITEMS, ...). It loads them with coalesced 16-byte loads (lane l takes
+//     16-byte chunks l, l + 32, l + 64, ...; all ITEMS / 4 loads in flight), puts them in its own
+//     region of shared memory and reads them back in blocked order (lane l: chunks l * ITEMS / 4
+//     onwards), again 16 bytes at a time. Only __syncwarp is needed, no block-wide barrier. The
+//     region is padded by one 16-byte chunk after every 8, so that both access patterns are free
+//     of bank conflicts for ITEMS = 4, 8, 16, 32 (ITEMS = 24: up to three-way on the blocked side).
+//     Stores go back the same way. Warps whose 32 * ITEMS elements are not all below n (or
+//     misaligned arrays) use one 4-byte access per lane instead, coalesced all the same.
+//   - Three block-wide barriers per tile in all (tile index, warp totals, tile prefix) instead
+//     of seven: every warp scans its warp totals itself after the second barrier.
+//   - The tile's aggregate is published right after the warp totals are known, before any
+//     thread has computed its outputs; no __threadfence before publishing, because flag and
+//     value travel in one 64-bit store and the tile publishes nothing else that others read.
+//   - The look-back stops as soon as the nearest PREFIX and everything between it and the tile
+//     have been published, instead of waiting for all 32 predecessors in the window.
+// Forward progress: a tile waits only for tiles with smaller dynamic indices, whose blocks took
+// their index earlier and are therefore running or done; so the wait always ends. A spin that
+// still lasts 2^26 polls (seconds) can only be a bug, and traps instead of hanging the GPU.
+
+#define LOOK_BACK_SPIN_LIMIT (1 << 26)
+
+__device__ __forceinline__ void publish_v2(unsigned long long* status, int tile,
+                                           unsigned long long flag, unsigned int bits)
+{
+    *(volatile unsigned long long*)(status + tile) = (flag << 32) | bits;
+}
+
+// Run by all 32 lanes of one warp. Returns the sum of all tiles before `tile` and publishes the
+// tile's inclusive prefix. The aggregate (or, for tile 0, the prefix) is published first.
+template <typename T>
+__device__ __forceinline__ T look_back_v2(unsigned long long* status, int tile, T tile_sum)
+{
+    const int lane = threadIdx.x & 31;
+    if (tile == 0) {
+        if (lane == 0) publish_v2(status, 0, FLAG_PREFIX, to_bits(tile_sum));
+        return T(0);
+    }
+    if (lane == 0) publish_v2(status, tile, FLAG_AGGREGATE, to_bits(tile_sum));
+    T before = T(0);
+    int nearest = tile - 1;                       // lane k inspects tile nearest - k
+    while (true) {
+        const int j = nearest - lane;
+        unsigned long long word;
+        unsigned int upto;                        // lanes 0 .. (nearest PREFIX, or 31)
+        bool found;
+        int spins = 0;
+        while (true) {
+            word = j >= 0 ? *(volatile unsigned long long*)(status + j) : (FLAG_PREFIX << 32);
+            const unsigned long long flag = word >> 32;
+            const unsigned int invalid = __ballot_sync(FULL_MASK, flag == FLAG_INVALID);
+            const unsigned int prefix = __ballot_sync(FULL_MASK, flag == FLAG_PREFIX);
+            found = prefix != 0;
+            upto = found ? (prefix ^ (prefix - 1)) : FULL_MASK;
+            if ((invalid & upto) == 0) break;
+            if (++spins == LOOK_BACK_SPIN_LIMIT) __trap();
+        }
+        const T value = ((upto >> lane) & 1) ? from_bits<T>((unsigned int)word) : T(0);
+        before += warp_sum(value);
+        if (found) break;
+        nearest -= 32;
+    }
+    if (lane == 0) publish_v2(status, tile, FLAG_PREFIX, to_bits(before + tile_sum));
+    return before;
+}
+
+// 16-byte chunk c of a warp's staging region lives at slot c + c / 8.
+__device__ __forceinline__ int chunk_slot(int c) { return c + (c >> 3); }
+
+template <typename T, int THREADS, int ITEMS>
+__global__ void __launch_bounds__(THREADS)
+single_pass_scan_v2(const T* __restrict__ x, T* __restrict__ y, unsigned long long* state, int n)
+{
+    static_assert(ITEMS % 4 == 0 && THREADS % 32 == 0 && THREADS <= 1024, "bad configuration");
+    typedef typename Vec4<T>::type V;
+    constexpr int WARPS = THREADS / 32;
+    constexpr int TILE = THREADS * ITEMS;
+    constexpr int WARP_ITEMS = 32 * ITEMS;
+    constexpr int CHUNKS = ITEMS / 4;              // 16-byte chunks per thread
+    constexpr int WARP_SLOTS = 32 * CHUNKS + 4 * CHUNKS;   // 32 * CHUNKS chunks + 1 per 8
+    __shared__ V stage[WARPS * WARP_SLOTS];
+    __shared__ T warp_totals[WARPS];
+    __shared__ int tile_index;
+    __shared__ T tile_prefix;
+
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    if (threadIdx.x == 0) tile_index = (int)atomicAdd(state, 1ull);   // dynamic tile index
+    __syncthreads();                                                   // barrier 1
+    const int tile = tile_index;
+    const long long wbase = (long long)tile * TILE + (long long)warp * WARP_ITEMS;
+    V* my = stage + warp * WARP_SLOTS;
+    T* my_scalar = reinterpret_cast<T*>(my);      // element e at e + 4 * (e / 32)
+    const bool whole = wbase + WARP_ITEMS <= n;
+
+    // Global -> shared, striped (coalesced), then shared -> registers, blocked.
+    if (whole && ((unsigned long long)x & 15) == 0) {
+        const V* xv = reinterpret_cast<const V*>(x + wbase);
+        V v[CHUNKS];
+#pragma unroll
+        for (int k = 0; k < CHUNKS; ++k) v[k] = xv[k * 32 + lane];        // all in flight
+#pragma unroll
+        for (int k = 0; k < CHUNKS; ++k) my[chunk_slot(k * 32 + lane)] = v[k];
+    } else {
+#pragma unroll
+        for (int k = 0; k < ITEMS; ++k) {
+            const int e = k * 32 + lane;
+            my_scalar[e + 4 * k] = wbase + e < n ? x[wbase + e] : T(0);
+        }
+    }
+    __syncwarp();
+    T items[ITEMS];
+#pragma unroll
+    for (int c = 0; c < CHUNKS; ++c) {
+        const V v = my[chunk_slot(lane * CHUNKS + c)];
+        items[4 * c] = v.x; items[4 * c + 1] = v.y; items[4 * c + 2] = v.z; items[4 * c + 3] = v.w;
+    }
+
+    // Thread sums, warp scan, warp totals.
+    T thread_sum = items[0];
+#pragma unroll
+    for (int i = 1; i < ITEMS; ++i) thread_sum += items[i];
+    const T inclusive = warp_inclusive_scan(thread_sum);
+    T thread_prefix = __shfl_up_sync(FULL_MASK, inclusive, 1);         // within the warp
+    if (lane == 0) thread_prefix = T(0);
+    if (lane == 31) warp_totals[warp] = inclusive;
+    __syncthreads();                                                   // barrier 2
+
+    // Every warp scans the warp totals: the tile's sum and its own warp's prefix.
+    const T total = lane < WARPS ? warp_totals[lane] : T(0);
+    const T totals_incl = warp_inclusive_scan(total);
+    const T tile_sum = __shfl_sync(FULL_MASK, totals_incl, WARPS - 1);
+    T totals_excl = __shfl_up_sync(FULL_MASK, totals_incl, 1);
+    if (lane == 0) totals_excl = T(0);
+    const T warp_prefix = __shfl_sync(FULL_MASK, totals_excl, warp);
+    if (warp == 0) {
+        const T before = look_back_v2(state + 1, tile, tile_sum);
+        if (lane == 0) tile_prefix = before;
+    }
+    __syncthreads();                                                   // barrier 3
+
+    T running = tile_prefix + warp_prefix + thread_prefix;
+#pragma unroll
+    for (int i = 0; i < ITEMS; ++i) { running += items[i]; items[i] = running; }
+
+    // Registers -> shared, blocked (each lane rewrites only its own chunks), then striped out.
+#pragma unroll
+    for (int c = 0; c < CHUNKS; ++c) {
+        V v;
+        v.x = items[4 * c]; v.y = items[4 * c + 1]; v.z = items[4 * c + 2]; v.w = items[4 * c + 3];
+        my[chunk_slot(lane * CHUNKS + c)] = v;
+    }
+    __syncwarp();
+    if (whole && ((unsigned long long)y & 15) == 0) {
+        V* yv = reinterpret_cast<V*>(y + wbase);
+#pragma unroll
+        for (int k = 0; k < CHUNKS; ++k) yv[k * 32 + lane] = my[chunk_slot(k * 32 + lane)];
+    } else {
+#pragma unroll
+        for (int k = 0; k < ITEMS; ++k) {
+            const int e = k * 32 + lane;
+            if (wbase + e < n) y[wbase + e] = my_scalar[e + 4 * k];
+        }
     }
 }
