@@ -169,7 +169,7 @@ add_tile_offsets(int* __restrict__ y, const int* __restrict__ scanned_sums, int 
 //     Stores go back the same way. Warps whose 32 * ITEMS elements are not all below n (or
 //     misaligned arrays) use one 4-byte access per lane instead, coalesced all the same.
 //   - Three block-wide barriers per tile in all (tile index, warp totals, tile prefix) instead
-//     of seven: every warp scans its warp totals itself after the second barrier.
+//     of eight: every warp scans its warp totals itself after the second barrier.
 //   - The tile's aggregate is published right after the warp totals are known, before any
 //     thread has computed its outputs; no __threadfence before publishing, because flag and
 //     value travel in one 64-bit store and the tile publishes nothing else that others read.
