@@ -1,8 +1,10 @@
 """The one place that decides where kernels run: a CUDA GPU through CuPy, or the CPU.
 
-Every other module asks ``backend_name()`` instead of importing CuPy itself, so that a CPU execution
-backend can be added here later without touching the chapters. CuPy is imported lazily: the package
-must import on machines (CI, the website build) that have no CuPy and no GPU.
+Every other module asks ``backend_name()`` instead of importing CuPy itself. On the CPU backend
+(``kernels.cpu``) the same CUDA C is compiled with the system's C++ compiler and ``array_module()``
+is ``kernels.cpu.xp``, a CuPy-like array module over NumPy. CuPy is imported lazily and never on
+the CPU path: the package must import on machines (CI, the website build, Colab's CPU runtime)
+that have no CuPy and no GPU.
 """
 from __future__ import annotations
 
@@ -60,15 +62,19 @@ def backend_name() -> str:
 
 
 def array_module() -> ModuleType:
-    """The array library of the current backend: cupy on the GPU, numpy on the CPU."""
+    """The array library of the current backend: cupy on the GPU, kernels.cpu.xp on the CPU.
+
+    kernels.cpu.xp has CuPy's names (asarray, asnumpy, empty, zeros, full, arange, random,
+    RawKernel, RawModule, ndarray with .get() ...) over NumPy arrays in shared memory.
+    """
     if backend_name() == "cupy":
         require_gpu("array_module()")
         import cupy
 
         return cupy
-    import numpy
+    from .cpu import xp
 
-    return numpy
+    return xp
 
 
 def no_gpu_message(what: str) -> str:

@@ -3,6 +3,8 @@
 A wrong argument type or an impossible grid makes CUDA fail with a terse status code or, worse,
 compute garbage. ``load_kernel`` returns a ``Kernel`` whose call checks all of that first and says
 in one sentence what is wrong; compile errors come back as the compiler's ``file(line): error``.
+Without a GPU (or with COURSE_BACKEND=cpu) the same source is compiled for the CPU backend
+(``kernels.cpu``) and the same checks run before every launch.
 """
 from __future__ import annotations
 
@@ -13,7 +15,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .backend import require_gpu
+from .backend import backend_name, require_gpu
 from .nvrtc import CudaCompileError
 from .signature import (KernelArgumentError, KernelNotFoundError, Param, convert_args, parse_name_expression, parse_signature,
                         template_kernels)
@@ -128,14 +130,19 @@ def device_limits(device_id: int) -> LaunchLimits:
 
 
 class Kernel:
-    """A compiled kernel: call it as ``kernel(grid, block, args, shared_mem=0, stream=None)``."""
+    """A compiled kernel: call it as ``kernel(grid, block, args, shared_mem=0, stream=None)``.
 
-    def __init__(self, name: str, code: str, params: list[Param], raw: Any, expression: str | None = None):
+    ``raw`` is a ``cupy.RawKernel``, or a ``kernels.cpu.RawKernel`` when ``backend`` is "cpu".
+    """
+
+    def __init__(self, name: str, code: str, params: list[Param], raw: Any, expression: str | None = None,
+                 backend: str = "cupy"):
         self.name = name
         self.code = code
         self.params = params
         self.raw = raw
         self.expression = expression
+        self.backend = backend  # "cupy", or "cpu" for kernels.cpu
         self._fixed: tuple[int, int] | None = None
 
     def __repr__(self) -> str:
@@ -154,6 +161,9 @@ class Kernel:
 
     @max_dynamic_shared_memory.setter
     def max_dynamic_shared_memory(self, nbytes: int) -> None:
+        if self.backend == "cpu":
+            self.raw.max_dynamic_shared_size_bytes = nbytes
+            return
         import cupy
 
         limits = device_limits(cupy.cuda.Device().id)
@@ -171,7 +181,12 @@ class Kernel:
             self._fixed = (int(attrs["max_threads_per_block"]), int(attrs["shared_size_bytes"]))
         return self._fixed
 
-    def __call__(self, grid: Any, block: Any, args: Any, *, shared_mem: int = 0, stream: Any = None) -> None:
+    def __call__(self, grid: Any, block: Any, args: Any, *, shared_mem: int = 0, stream: Any = None,
+                 time_limit: float | None = None) -> None:
+        """Launch. ``time_limit`` (seconds) applies to the CPU backend only (kernels.cpu.set_time_limit)."""
+        if self.backend == "cpu":
+            self._call_cpu(grid, block, args, shared_mem, time_limit)
+            return
         import cupy
 
         limits = device_limits(cupy.cuda.Device().id)
@@ -192,6 +207,19 @@ class Kernel:
             with stream:
                 self.raw(g, b, converted, shared_mem=int(shared_mem))
 
+    def _call_cpu(self, grid: Any, block: Any, args: Any, shared_mem: int, time_limit: float | None) -> None:
+        from .cpu.raw import CPU_LIMITS
+
+        try:
+            # Static shared memory is not checked here: the CPU backend knows it per module, not per kernel.
+            g, b = check_launch(grid, block, shared_mem, CPU_LIMITS, kernel=self.name,
+                                kernel_max_threads=self.raw.max_threads_per_block,
+                                max_dynamic_shared=self.raw.max_dynamic_shared_size_bytes)
+            converted = convert_args(self.params, args, kernel=self.name, array_types=(np.ndarray,))
+        except (LaunchConfigError, KernelArgumentError) as exc:
+            raise exc.with_traceback(None) from None
+        self.raw.launch_converted(g, b, converted, int(shared_mem), time_limit)
+
 
 _TMP_PATH = re.compile(r"[^\s\"']*?([^/\s\"']+\.cu)\((\d+)\)")
 _TMP_QUOTED = re.compile(r"\"[^\"\n]*\.cu\"")
@@ -210,7 +238,9 @@ def load_kernel(code_or_path: str, name: str, *, options: Sequence[str] = (),
     ``code_or_path`` is CUDA C, or a path ending in ``.cu`` under ``kernels/cuda/``. Template kernels
     need ``name_expression`` (e.g. ``"reduce<float, 256>"``), or pass that as ``name``.
     """
-    require_gpu(f"load_kernel({name!r})")
+    on_cpu = backend_name() == "cpu"
+    if not on_cpu:
+        require_gpu(f"load_kernel({name!r})")
     from .sources import source
 
     if name_expression is None and "<" in name:
@@ -219,6 +249,8 @@ def load_kernel(code_or_path: str, name: str, *, options: Sequence[str] = (),
     try:
         code = source(code_or_path) if is_path else code_or_path  # by content: edits recompile
         filename = code_or_path if is_path else "kernel.cu"
+        if on_cpu:
+            return _load_cpu(code, filename, name, tuple(options), name_expression)
         return _load(code, filename, name, tuple(options), name_expression)
     except (FileNotFoundError, ValueError, CudaCompileError) as exc:
         raise exc.with_traceback(None) from None  # one message, not a traceback through the package
@@ -249,6 +281,40 @@ def _load(code: str, filename: str, name: str, options: tuple[str, ...],
     except CompileException as exc:
         raise CudaCompileError(f"{filename} does not compile:\n{_clean_log(str(exc), filename)}") from None
     return Kernel(base, code, params, raw, name_expression)
+
+
+@functools.lru_cache(maxsize=None)
+def _load_cpu(code: str, filename: str, name: str, options: tuple[str, ...],
+              name_expression: str | None) -> Kernel:
+    """load_kernel on the CPU backend: the same checks, compiled by kernels.cpu.
+
+    A template instantiation is compiled together with the others the file lists on its
+    ``// name_expressions:`` lines, so one compile serves all of them.
+    """
+    from .cpu.compile import CompileError
+    from .cpu.raw import RawModule
+    from .kernel_scan import name_expressions_in
+    from .sources import include_options
+
+    base = parse_name_expression(name_expression)[0] if name_expression else name
+    if name_expression is None and base in template_kernels(code):
+        raise ValueError(f"{base} is a template kernel; choose its template arguments with "
+                         f"name_expression, e.g. load_kernel(..., {base!r}, name_expression='{base}<float>')")
+    try:
+        params = parse_signature(code, name_expression or base)
+    except KernelNotFoundError as exc:
+        raise KernelNotFoundError(f"{filename}: {exc}") from None
+    all_options = (*DEFAULT_OPTIONS, *include_options(), *options)
+    expression = name_expression or base
+    listed = list(name_expressions_in(code)) if name_expression else []
+    together = listed if expression in listed else [expression, *listed]  # one order: one cache entry
+    try:
+        module = RawModule(code=code, options=all_options, name_expressions=together, filename=filename)
+    except CompileError:
+        if together == [expression]:
+            raise
+        module = RawModule(code=code, options=all_options, name_expressions=[expression], filename=filename)
+    return Kernel(base, code, params, module.get_function(expression), name_expression, backend="cpu")
 
 
 __all__ = ["load_kernel", "Kernel", "ceil_div", "LaunchConfigError", "LaunchLimits", "check_launch",

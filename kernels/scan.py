@@ -2,7 +2,8 @@
 scan, step-by-step models of the Hillis-Steele and Blelloch scans (for the diagrams and the tests),
 and host drivers that launch the chapter's kernels from ``kernels/cuda/scan/``.
 
-The host drivers import CuPy only when called, so this module imports (and its pure parts are
+The host drivers take their arrays from the backend's array module (CuPy, or kernels.cpu.xp on the
+CPU backend) only when called, so this module imports (and its pure parts are
 tested) on machines without a GPU.
 """
 from __future__ import annotations
@@ -12,6 +13,8 @@ import math
 from typing import Any
 
 import numpy as np
+
+from .backend import array_module as _array_module  # cupy on a GPU, kernels.cpu.xp on the CPU backend
 
 SCAN_FILE = "scan/large_scan.cu"
 STP_TILE = 256 * 8          # tile of tile_scan / add_tile_offsets (STP_THREADS * STP_ITEMS)
@@ -233,7 +236,7 @@ class SinglePassScan:
     """
 
     def __init__(self, n: int, dtype: Any = np.int32, threads: int = 256, items: int = 8):
-        import cupy as cp
+        cp = _array_module()
         from kernels import load_kernel
 
         self.n, self.threads, self.items = int(n), threads, items
@@ -256,7 +259,7 @@ class SinglePassScanV2:
     """
 
     def __init__(self, n: int, dtype: Any = np.int32, threads: int = 256, items: int = 16):
-        import cupy as cp
+        cp = _array_module()
         from kernels import load_kernel
 
         self.n, self.threads, self.items = int(n), threads, items
@@ -278,7 +281,7 @@ class ScanThenPropagate:
     """
 
     def __init__(self, n: int):
-        import cupy as cp
+        cp = _array_module()
         from kernels import load_kernel
 
         self.tile_scan = load_kernel(SCAN_FILE, "tile_scan")
@@ -311,7 +314,7 @@ class Compactor:
     """Keep the elements > 0 of an int32 array: flags, an inclusive scan, a scatter."""
 
     def __init__(self, n: int, blocks: int):
-        import cupy as cp
+        cp = _array_module()
         from kernels import load_kernel
 
         self.n, self.blocks = int(n), blocks
@@ -334,7 +337,7 @@ class RadixSort:
     """
 
     def __init__(self, n: int):
-        import cupy as cp
+        cp = _array_module()
         from kernels import load_kernel
 
         self.n = int(n)

@@ -79,8 +79,10 @@ def no_gpu(monkeypatch: pytest.MonkeyPatch):
 
 
 def test_backend_without_gpu(no_gpu):
+    from kernels.cpu import xp
+
     assert backend.backend_name() == "cpu" and not backend.gpu_available()
-    assert backend.array_module() is np
+    assert backend.array_module() is xp
 
 
 def test_backend_env_override(no_gpu, monkeypatch: pytest.MonkeyPatch):
@@ -101,9 +103,19 @@ def test_forced_cpu_names_the_variable(monkeypatch: pytest.MonkeyPatch):
         backend.require_gpu("load_kernel")
 
 
-def test_load_kernel_without_gpu_says_what_to_do(no_gpu):
+def test_load_kernel_forced_to_cupy_without_gpu_says_what_to_do(no_gpu, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setenv(backend.ENV_VAR, "cupy")
     with pytest.raises(kernels.NoGPUError) as e:
         load_kernel('extern "C" __global__ void k(int n) {}', "k")
     msg = str(e.value)
     assert msg.startswith("load_kernel('k') needs a CUDA GPU, but CuPy could not be imported")
     assert "Runtime > Change runtime type > T4 GPU" in msg and "install CuPy" in msg
+
+
+def test_load_kernel_without_gpu_runs_on_the_cpu_backend(no_gpu):
+    kernel = load_kernel('extern "C" __global__ void twice(float* x, int n)\n'
+                         '{ int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) x[i] *= 2.0f; }\n', "twice")
+    assert kernel.backend == "cpu"
+    x = backend.array_module().arange(5, dtype=np.float32)
+    kernel(1, 32, (x, 5))
+    assert x.get().tolist() == [0.0, 2.0, 4.0, 6.0, 8.0]

@@ -2,7 +2,8 @@
 
 Nothing here needs a GPU: the kernels are compiled with NVRTC for sm_75 (Colab's T4) and sm_90 (H100),
 the diagrams are drawn with matplotlib's Agg backend, and the numba CPU reference is taken from the
-chapter itself (so the test checks the code readers see). The GPU checks are in
+chapter itself (so the test checks the code readers see). The kernels run on the CPU backend and on
+GPUs in tests/kernel_checks/test_gpu_architecture_kernels.py; GPU-only checks are in
 tests/gpu/test_gpu_architecture_gpu.py.
 """
 from __future__ import annotations

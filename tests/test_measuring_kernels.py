@@ -7,6 +7,7 @@ from __future__ import annotations
 import ast
 import importlib.util
 import re
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -96,10 +97,15 @@ def test_off_by_one_has_its_bug():
 
 
 def _gpu_test_module():
-    spec = importlib.util.spec_from_file_location(
-        "measuring_kernels_gpu", ROOT / "tests" / "gpu" / "test_measuring_kernels_gpu.py")
+    """The kernel tests' references (tests/kernel_checks/, run on the CPU backend and on GPUs)."""
+    directory = ROOT / "tests" / "kernel_checks"
+    spec = importlib.util.spec_from_file_location("measuring_kernels_kernels", directory / "test_measuring_kernels_kernels.py")
     module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    sys.path.insert(0, str(directory))  # for its `from kernel_backends import ...`
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        sys.path.remove(str(directory))
     return module
 
 

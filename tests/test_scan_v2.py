@@ -1,7 +1,7 @@
 """CPU tests of single_pass_scan_v2 (kernels/cuda/scan/large_scan.cu): every configuration that
 SinglePassScanV2 can launch compiles for the T4 (sm_75) and the H100 (sm_90) with NVRTC, with no
 spills, no stack frame and static shared memory within the 48 KiB limit, and uses the
-instructions its comment describes. Exactness is tested on a GPU in tests/gpu/test_scan_gpu.py.
+instructions its comment describes. Exactness is tested on the CPU backend and on GPUs in tests/kernel_checks/test_scan_kernels.py.
 """
 from __future__ import annotations
 

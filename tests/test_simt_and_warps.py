@@ -8,6 +8,7 @@ from __future__ import annotations
 import ast
 import importlib.util
 import re
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -141,10 +142,15 @@ def test_no_mention_of_the_workplace():
 
 
 def _gpu_test_module():
-    spec = importlib.util.spec_from_file_location(
-        "simt_and_warps_gpu", ROOT / "tests" / "gpu" / "test_simt_and_warps_gpu.py")
+    """The kernel tests' references (tests/kernel_checks/, run on the CPU backend and on GPUs)."""
+    directory = ROOT / "tests" / "kernel_checks"
+    spec = importlib.util.spec_from_file_location("simt_and_warps_kernels", directory / "test_simt_and_warps_kernels.py")
     module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    sys.path.insert(0, str(directory))  # for its `from kernel_backends import ...`
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        sys.path.remove(str(directory))
     return module
 
 

@@ -1,0 +1,286 @@
+"""How fast the CPU backend (kernels.cpu) runs the course's kinds of kernels, against numba's simulator.
+
+The CPU backend compiles CUDA C with the system's C++ compiler and runs a grid on one core; numba's
+CUDA simulator (NUMBA_ENABLE_CUDASIM=1) interprets a Python twin of the kernel with one Python
+thread per CUDA thread. Both give CUDA's results without a GPU; this script measures what each
+costs. Kernels (CUDA C below, or from kernels/cuda/):
+
+  tree reduction     2^20 floats, 256 threads per block, one element per thread, a shared-memory
+                     tree with __syncthreads() (the "Reduce" chapter's sequential addressing)
+  shuffle reduction  the same sum with __shfl_down_sync inside each warp and one __syncthreads()
+  tiled SGEMM        C = A B, 256 x 256 x 256, 16 x 16 tiles staged in shared memory
+  vector add         2^22 floats, no barriers (gpu_architecture/vector_add.cu)
+  empty launch       one thread that does nothing: the cost of a launch (fork, wait, checks)
+
+Every result is checked against NumPy before it is timed. Times are wall-clock seconds, the best of
+several runs, on this machine's CPU: they say nothing about any GPU. The numba simulator is far
+slower, so it runs a smaller size and its time is scaled linearly to the full size (marked "~").
+
+Run from the repository root (no GPU needed):
+
+    PYTHONPATH=. python benchmarks/bench_cpu_backend.py            # about a minute
+    PYTHONPATH=. python benchmarks/bench_cpu_backend.py --quick    # small sizes, a smoke test
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import textwrap
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # the repo root
+
+import numpy as np  # noqa: E402
+
+SOURCE = r'''
+#define FULL_MASK 0xffffffffu
+
+extern "C" __global__ void tree_sum(const float* __restrict__ x, float* partial, int n)
+{
+    extern __shared__ float buf[];
+    unsigned int t = threadIdx.x;
+    unsigned int i = blockIdx.x * blockDim.x + t;
+    buf[t] = i < n ? x[i] : 0.0f;
+    __syncthreads();
+    for (unsigned int s = blockDim.x / 2; s > 0; s >>= 1) {
+        if (t < s) buf[t] += buf[t + s];
+        __syncthreads();
+    }
+    if (t == 0) partial[blockIdx.x] = buf[0];
+}
+
+extern "C" __global__ void shuffle_sum(const float* __restrict__ x, float* partial, int n)
+{
+    __shared__ float warp_totals[32];
+    unsigned int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+    unsigned int i = blockIdx.x * blockDim.x + threadIdx.x;
+    float v = i < n ? x[i] : 0.0f;
+    for (int d = 16; d > 0; d >>= 1) v += __shfl_down_sync(FULL_MASK, v, d);
+    if (lane == 0) warp_totals[warp] = v;
+    __syncthreads();
+    if (warp == 0) {
+        v = lane < blockDim.x / 32 ? warp_totals[lane] : 0.0f;
+        for (int d = 16; d > 0; d >>= 1) v += __shfl_down_sync(FULL_MASK, v, d);
+        if (lane == 0) partial[blockIdx.x] = v;
+    }
+}
+
+#define TILE 16
+extern "C" __global__ void sgemm_tiled(const float* A, const float* B, float* C, int M, int N, int K)
+{
+    __shared__ float As[TILE][TILE];
+    __shared__ float Bs[TILE][TILE];
+    int row = blockIdx.y * TILE + threadIdx.y, col = blockIdx.x * TILE + threadIdx.x;
+    float acc = 0.0f;
+    for (int k0 = 0; k0 < K; k0 += TILE) {
+        As[threadIdx.y][threadIdx.x] = row < M && k0 + threadIdx.x < K ? A[row * K + k0 + threadIdx.x] : 0.0f;
+        Bs[threadIdx.y][threadIdx.x] = k0 + threadIdx.y < K && col < N ? B[(k0 + threadIdx.y) * N + col] : 0.0f;
+        __syncthreads();
+        for (int k = 0; k < TILE; ++k) acc += As[threadIdx.y][k] * Bs[k][threadIdx.x];
+        __syncthreads();
+    }
+    if (row < M && col < N) C[row * N + col] = acc;
+}
+
+extern "C" __global__ void nothing() {}
+'''
+
+NUMBA_TWINS = textwrap.dedent('''
+    import sys, time
+    import numpy as np
+    from numba import cuda, float32
+
+    BLOCK = 256
+
+    @cuda.jit
+    def tree_sum(x, partial, n):
+        buf = cuda.shared.array(256, float32)
+        t = cuda.threadIdx.x
+        i = cuda.blockIdx.x * cuda.blockDim.x + t
+        buf[t] = x[i] if i < n else 0.0
+        cuda.syncthreads()
+        s = cuda.blockDim.x // 2
+        while s > 0:
+            if t < s:
+                buf[t] += buf[t + s]
+            cuda.syncthreads()
+            s //= 2
+        if t == 0:
+            partial[cuda.blockIdx.x] = buf[0]
+
+    @cuda.jit
+    def shuffle_sum(x, partial, n):
+        totals = cuda.shared.array(32, float32)
+        lane = cuda.threadIdx.x % 32
+        warp = cuda.threadIdx.x // 32
+        i = cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x
+        v = x[i] if i < n else float32(0.0)
+        d = 16
+        while d > 0:
+            v += cuda.shfl_down_sync(0xffffffff, v, d)
+            d //= 2
+        if lane == 0:
+            totals[warp] = v
+        cuda.syncthreads()
+        if warp == 0:
+            v = totals[lane] if lane < cuda.blockDim.x // 32 else float32(0.0)
+            d = 16
+            while d > 0:
+                v += cuda.shfl_down_sync(0xffffffff, v, d)
+                d //= 2
+            if lane == 0:
+                partial[cuda.blockIdx.x] = v
+
+    name, n = sys.argv[1], int(sys.argv[2])
+    kernel = {"tree": tree_sum, "shuffle": shuffle_sum}[name]
+    x = np.random.default_rng(0).random(n, dtype=np.float32)
+    grid = (n + BLOCK - 1) // BLOCK
+    partial = np.zeros(grid, np.float32)
+    start = time.perf_counter()
+    kernel[grid, BLOCK](x, partial, n)
+    elapsed = time.perf_counter() - start
+    assert abs(partial.astype(np.float64).sum() - x.astype(np.float64).sum()) < 1e-3 * n
+    print(elapsed)
+''')
+
+
+def best_of(fn, repeat: int) -> float:
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return min(times)
+
+
+def numba_time(name: str, n: int, timeout: float) -> tuple[float | None, str]:
+    """(seconds the numba CUDA simulator takes for the twin kernel at size n, or None; why not)."""
+    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1")
+    try:
+        done = subprocess.run([sys.executable, "-c", NUMBA_TWINS, name, str(n)], capture_output=True, text=True,
+                              env=env, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return None, f"over {timeout:g} s at 2^{n.bit_length() - 1}"
+    if done.returncode != 0:
+        last = done.stderr.strip().splitlines()[-1] if done.stderr.strip() else "failed"
+        if "shfl_down_sync" in last:
+            return None, "the simulator has no shfl_down_sync"
+        return None, last[:60]
+    return float(done.stdout.strip().splitlines()[-1]), ""
+
+
+def cpu_description() -> str:
+    model = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    model = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    return f"{model}, {os.cpu_count()} logical cores (the CPU backend uses one per launch)"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--quick", action="store_true", help="small sizes, no numba simulator (a smoke test)")
+    parser.add_argument("--repeat", type=int, default=3, help="runs per measurement (the best is reported)")
+    args = parser.parse_args()
+
+    from kernels.cpu import RawModule, xp
+    from kernels.cpu.toolchain import compiler, supported_platform
+
+    problem = supported_platform()
+    if problem:
+        print(f"bench_cpu_backend: {problem}", file=sys.stderr)
+        return 1
+    quick = args.quick
+    repeat = 1 if quick else max(1, args.repeat)
+    n_reduce = 2**14 if quick else 2**20
+    size = 64 if quick else 256
+    n_add = 2**16 if quick else 2**22
+
+    start = time.perf_counter()
+    module = RawModule(code=SOURCE, filename="bench_cpu_backend.cu")
+    vector_add = RawModule(code=open(os.path.join(os.path.dirname(__file__), "..", "kernels", "cuda",
+                                                  "gpu_architecture", "vector_add.cu")).read())
+    compile_s = time.perf_counter() - start
+    rows = []
+
+    rng = np.random.default_rng(0)
+    host = rng.random(n_reduce, dtype=np.float32)
+    x = xp.asarray(host)
+    block = 256
+    grid = n_reduce // block
+    partial = xp.zeros(grid, np.float32)
+    for label, name in (("tree reduction", "tree_sum"), ("shuffle reduction", "shuffle_sum")):
+        kernel = module.get_function(name)
+        shared = 4 * block if name == "tree_sum" else 0
+
+        def run(kernel=kernel, shared=shared):
+            kernel((grid,), (block,), (x, partial, n_reduce), shared_mem=shared)
+        run()
+        got = float(partial.get().astype(np.float64).sum())
+        assert abs(got - host.astype(np.float64).sum()) < 1e-6 * n_reduce, (label, got)
+        cpu_s = best_of(run, repeat)
+        sim, note = None, "not run (--quick)"
+        if not quick:
+            small = 2**11
+            t, note = numba_time("tree" if name == "tree_sum" else "shuffle", small, timeout=600)
+            sim = None if t is None else t * n_reduce / small
+        rows.append((label, f"2^{n_reduce.bit_length() - 1} floats, 256 thr/block", cpu_s, sim, 2.0, note))
+
+    a = rng.random((size, size), dtype=np.float32)
+    b = rng.random((size, size), dtype=np.float32)
+    A, B, C = xp.asarray(a), xp.asarray(b), xp.zeros((size, size), np.float32)
+    sgemm = module.get_function("sgemm_tiled")
+
+    def run_sgemm():
+        sgemm((size // 16, size // 16), (16, 16), (A, B, C, size, size, size))
+    run_sgemm()
+    np.testing.assert_allclose(C.get(), a.astype(np.float64) @ b, rtol=1e-4)
+    rows.append(("tiled SGEMM", f"{size}x{size}x{size}, 16x16 tiles", best_of(run_sgemm, repeat), None, 5.0, ""))
+
+    p, q, out = xp.ones(n_add, np.float32), xp.full(n_add, 2.0, np.float32), xp.zeros(n_add, np.float32)
+    add = vector_add.get_function("vector_add")
+
+    def run_add():
+        add((n_add // 256,), (256,), (p, q, out, n_add))
+    run_add()
+    assert bool((out == 3).all())
+    rows.append(("vector add (no barriers)", f"2^{n_add.bit_length() - 1} floats", best_of(run_add, repeat), None,
+                 None, ""))
+
+    empty = module.get_function("nothing")
+    launches = [best_of(lambda: empty((1,), (1,), ()), 1) for _ in range(10 if quick else 50)]
+    rows.append(("empty launch (overhead)", "1 thread, median", statistics.median(launches), None, None, ""))
+
+    print(f"CPU backend benchmark on {cpu_description()}; compiler {compiler().version}")
+    print(f"compile time of the two modules (cached after the first run): {compile_s:.2f} s")
+    print("Wall-clock seconds, best of {} run(s); '~' = numba simulator at 2^11 elements, scaled linearly.".format(
+        repeat))
+    print("These are CPU timings: they say nothing about how fast the kernels run on a GPU.\n")
+    header = (f"{'kernel':26s} {'size':32s} {'CPU backend':>12s} {'budget':>7s} {'numba sim':>11s} "
+              f"{'sim/CPU':>8s}  note")
+    print(header)
+    print("-" * (len(header) + 30))
+    for label, shape, cpu_s, sim, budget, note in rows:
+        cpu_text = f"{cpu_s * 1e3:.2f} ms" if cpu_s < 0.1 else f"{cpu_s:.3f} s"
+        budget_text = f"{budget:g} s" if budget else "-"
+        sim_text = f"~{sim:.0f} s" if sim is not None else "-"
+        ratio = f"{sim / cpu_s:.0f}x" if sim is not None else "-"
+        print(f"{label:26s} {shape:32s} {cpu_text:>12s} {budget_text:>7s} {sim_text:>11s} {ratio:>8s}  {note}")
+    slow = [row[0] for row in rows if row[4] and row[2] > row[4] and not quick]
+    if slow:
+        print(f"\nover budget: {', '.join(slow)}")
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,16 @@
+// expect: passed | too_slow
+// expect-cpu: passed
+// why: a valid alternative: one load per iteration and a shared-memory tree, all in 64 bits
+extern "C" __global__ void sum_partials(const int* x, int n, long long* partial)
+{
+    __shared__ long long buf[256];
+    long long s = 0;
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) s += x[i];
+    buf[threadIdx.x] = s;
+    __syncthreads();
+    for (int k = blockDim.x / 2; k > 0; k >>= 1) {
+        if (threadIdx.x < k) buf[threadIdx.x] += buf[threadIdx.x + k];
+        __syncthreads();
+    }
+    if (threadIdx.x == 0) partial[blockIdx.x] = buf[0];
+}

@@ -1,0 +1,3 @@
+/* sm_60_atomic_functions.h for the CPU backend: everything it declares for device code is in cuda_cpu.h. */
+#pragma once
+#include "cuda_cpu.h"

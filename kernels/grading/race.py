@@ -1,0 +1,109 @@
+"""Probes that rerun a case to find bugs a single run hides: races and out-of-bounds reads.
+
+Each probe gets the outputs of the first run and a way to run the case again (``rerun(fill)``,
+where ``fill`` chooses what the guard bands around every array hold) and returns a Finding or None.
+
+- ``RepeatProbe``: the same inputs, the same fill; different output bits mean the result depends on
+  timing: a race (a missing ``__syncthreads()``, an unsynchronised warp tail).
+- ``GuardReadProbe``: the same inputs, a different fill of the guard bands; different output bits
+  mean the kernel reads memory outside its arrays.
+
+On a GPU a race shows up only when the schedule happens to expose it; on the CPU backend, whose
+threads switch only at barriers, a missing barrier usually gives a wrong result on every run (the
+case's verdict is then ``wrong_result``). A schedule-exploring race detector for the CPU backend is
+planned: it plugs in here as another probe with ``register_probe``, and its findings become ``race``
+verdicts with no change to the harness.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Protocol
+
+import numpy as np
+
+from . import verdicts as V
+from .compare import same_bits
+
+Outputs = dict[str, np.ndarray]
+
+
+@dataclass(frozen=True)
+class Finding:
+    verdict: str
+    message: str
+
+
+class Probe(Protocol):
+    name: str
+
+    def applies(self, deterministic: bool) -> bool: ...
+
+    def run(self, first: Outputs, rerun: Callable[[str], Outputs]) -> Finding | None: ...
+
+
+def _differences(a: Outputs, b: Outputs) -> list[str]:
+    names = []
+    for name in a:
+        if not same_bits(a[name], b.get(name, np.empty(0))):
+            differing = int(np.count_nonzero(np.ascontiguousarray(a[name]).view(np.uint8).reshape(a[name].size, -1)
+                                             != np.ascontiguousarray(b[name]).view(np.uint8).reshape(b[name].size, -1))) \
+                if a[name].shape == b[name].shape and a[name].size else -1
+            names.append(name if differing < 0 else f"{name} ({differing} bytes)")
+    return names
+
+
+class RepeatProbe:
+    """Run again with everything identical; a deterministic kernel must give identical bits."""
+
+    name = "repeat"
+
+    def __init__(self, repeats: int = 1):
+        self.repeats = repeats
+
+    def applies(self, deterministic: bool) -> bool:
+        return deterministic
+
+    def run(self, first: Outputs, rerun: Callable[[str], Outputs]) -> Finding | None:
+        for _ in range(self.repeats):
+            again = rerun("poison")
+            diff = _differences(first, again)
+            if diff:
+                return Finding(V.RACE, f"a second run on the same inputs changed {', '.join(diff)}: the result "
+                                       f"depends on thread timing (a missing __syncthreads() or __syncwarp()?)")
+        return None
+
+
+class GuardReadProbe:
+    """Run again with other values in the guard bands; the outputs must not notice."""
+
+    name = "guard-read"
+
+    def applies(self, deterministic: bool) -> bool:
+        return deterministic
+
+    def run(self, first: Outputs, rerun: Callable[[str], Outputs]) -> Finding | None:
+        again = rerun("alternate")
+        diff = _differences(first, again)
+        if diff:
+            return Finding(V.OOB_READ, f"changing only the memory around the arrays changed {', '.join(diff)}: "
+                                       f"the kernel reads outside its inputs (a missing bounds check on a load?)")
+        return None
+
+
+_PROBES: list[Probe] = [RepeatProbe(), GuardReadProbe()]
+
+
+def probes() -> list[Probe]:
+    """The probes the harness runs, in order (the first finding wins)."""
+    return list(_PROBES)
+
+
+def register_probe(probe: Probe, *, first: bool = False) -> None:
+    """Add a probe (e.g. the CPU backend's race detector) to every later harness run."""
+    if any(p.name == probe.name for p in _PROBES):
+        raise ValueError(f"a probe named {probe.name!r} is already registered")
+    _PROBES.insert(0, probe) if first else _PROBES.append(probe)
+
+
+def unregister_probe(name: str) -> None:
+    _PROBES[:] = [p for p in _PROBES if p.name != name]

@@ -1,0 +1,207 @@
+"""The exercises as committed: every source renders, every notebook is fresh, every solution and starter
+compiles for the T4 and the H100, predictions check out, and the corpus is well formed.
+
+Nothing here runs a kernel, so it all runs without a GPU and without the CPU backend; the tests that run
+kernels are in tests/test_grading_backend.py (CPU backend) and tests/gpu/test_exercises_gpu.py (GPU).
+"""
+from __future__ import annotations
+
+import json
+import sys
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tools"))
+
+import exercises as extool  # noqa: E402  (tools/ is not a package)
+import notebooks as nbtools  # noqa: E402
+
+from kernels.grading import verdicts as V  # noqa: E402
+from kernels.grading.extract import extract_text  # noqa: E402
+from kernels.grading.harness import signature_problems  # noqa: E402
+from kernels.grading.markers import outside_differences  # noqa: E402
+from kernels.grading.predict import grade_answers  # noqa: E402
+from kernels.grading.registry import CHAPTERS, all_exercises  # noqa: E402
+from kernels.grading.screen import screen  # noqa: E402
+from kernels.grading.session import make_cases  # noqa: E402
+
+EXERCISES = all_exercises()
+IDS = list(EXERCISES)
+KERNEL_IDS = [i for i, ex in EXERCISES.items() if ex.has_kernel]
+PREDICT_IDS = [i for i, ex in EXERCISES.items() if ex.questions]
+REQUIRED_CHAPTERS = ("gpu_architecture", "measuring_kernels", "simt_and_warps", "memory_hierarchy", "dram_bursts",
+                     "coalescing", "reduce", "scan", "asynchrony", "gemm", "softmax")
+
+
+# --------------------------------------------------------------------------------------------------
+# Coverage of the course
+# --------------------------------------------------------------------------------------------------
+
+def test_enough_exercises_in_every_chapter() -> None:
+    per_chapter = Counter(ex.chapter for ex in EXERCISES.values())
+    assert len(EXERCISES) >= 24
+    for chapter in REQUIRED_CHAPTERS:
+        assert per_chapter[chapter] >= 2, f"chapter {chapter} has {per_chapter[chapter]} exercises"
+    assert set(per_chapter) <= set(CHAPTERS)
+
+
+def test_a_mix_of_kinds_and_speed_targets() -> None:
+    kinds = Counter(ex.kind for ex in EXERCISES.values())
+    assert kinds["write"] >= 8 and kinds["fix"] >= 6 and kinds["predict"] >= 5, kinds
+    baselines = {ex.perf.baseline for ex in EXERCISES.values() if ex.perf}
+    assert {"copy", "cublas", "ideal"} <= baselines
+
+
+# --------------------------------------------------------------------------------------------------
+# Sources, notebooks and the README table
+# --------------------------------------------------------------------------------------------------
+
+def test_committed_files_are_fresh() -> None:
+    problems = extool.problems()
+    assert problems == [], "\n".join(problems)
+
+
+@pytest.mark.parametrize("exercise_id", IDS)
+def test_starter_differs_from_solution_only_inside_marked_regions(exercise_id: str) -> None:
+    src = extool.source_of(exercise_id)
+    rendered = src.rendered_kernel() if src.kernel is not None else src.rendered_prediction()
+    assert rendered.regions, "no marked region"
+    assert rendered.solution != rendered.starter
+    # the starter the student gets is the one in the committed notebook
+    nb = json.loads(extool.notebook_path(src).read_text(encoding="utf-8"))
+    code = "\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code")
+    sub = extract_text(json.dumps(nb), ".ipynb")
+    if src.kernel is not None:
+        committed = sub.kernel.strip("\n")
+    else:
+        committed = rendered.starter
+        assert committed in code
+    assert outside_differences(rendered.solution, committed, rendered.regions) == []
+
+
+@pytest.mark.parametrize("exercise_id", IDS)
+def test_notebook_structure(exercise_id: str) -> None:
+    ex = EXERCISES[exercise_id]
+    path = ROOT / "exercises" / ex.chapter / f"{ex.name}.ipynb"
+    nb = json.loads(path.read_text(encoding="utf-8"))
+    code = [("".join(c["source"])) for c in nb["cells"] if c["cell_type"] == "code"]
+    markdown = "\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "markdown")
+    assert code[0] == extool.setup_cell(), "the first code cell must be the exercise setup cell"
+    config = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))
+    assert nbtools.setup_cell_repo(code[0]) == config["repository"]["url"].rstrip("/")
+    assert f'check("{ex.id}"' in code[-1]
+    assert f"](../../book/{ex.chapter}.ipynb)" in markdown
+    repo = config["repository"]["url"].rstrip("/").removeprefix("https://github.com/")
+    assert f"https://colab.research.google.com/github/{repo}/blob/main/exercises/{ex.chapter}/{ex.name}.ipynb" in markdown
+    assert "<details>" in markdown and "<summary>" in markdown
+    assert all(not c.get("outputs") for c in nb["cells"] if c["cell_type"] == "code")
+    assert nb["metadata"]["colab"]["gpuType"] == "T4"
+    for spec in ex.kernels:
+        assert spec.declaration in markdown
+
+
+def test_exercise_setup_cell_follows_the_chapters() -> None:
+    """The exercise setup cell is the chapters' one with the package two folders up, not one."""
+    ours = extool.setup_cell().replace('"../../kernels"', '"../kernels"').replace('"../.."', '".."')
+    ours = ours.replace("use the package two folders up", "use the package beside us")
+    assert ours == nbtools.SETUP_CELL
+
+
+def test_readme_table_lists_every_exercise() -> None:
+    readme = (ROOT / "exercises" / "README.md").read_text(encoding="utf-8")
+    for ex in EXERCISES.values():
+        assert f"({ex.chapter}/{ex.name}.ipynb)" in readme
+
+
+# --------------------------------------------------------------------------------------------------
+# Kernels: screen, signature, NVRTC for the T4 and the H100
+# --------------------------------------------------------------------------------------------------
+
+def _versions(exercise_id: str) -> list[tuple[str, str]]:
+    return [("solution", extool.solution(exercise_id)), ("starter", extool.starter(exercise_id))]
+
+
+@pytest.mark.parametrize("exercise_id", KERNEL_IDS)
+def test_solution_and_starter_pass_the_screen_and_the_signature(exercise_id: str) -> None:
+    ex = EXERCISES[exercise_id]
+    for which, code in _versions(exercise_id):
+        assert screen(code, ex.allowed_includes) == [], which
+        assert signature_problems(code, ex) == [], which
+
+
+@pytest.mark.parametrize("arch", ["sm_75", "sm_90"])
+@pytest.mark.parametrize("exercise_id", KERNEL_IDS)
+def test_solution_and_starter_compile(exercise_id: str, arch: str) -> None:
+    from kernels.compile import DEFAULT_OPTIONS
+    from kernels.nvrtc import compile_cuda, nvrtc_available
+
+    if not nvrtc_available():
+        pytest.skip("NVRTC is not installed")
+    for which, code in _versions(exercise_id):
+        result = compile_cuda(code, arch, options=DEFAULT_OPTIONS, filename=f"{exercise_id}-{which}.cu")
+        assert result.ok, f"{which} does not compile for {arch}:\n{result.log}"
+        for name, report in result.resources.items():
+            assert not report.spills, f"{which}: {name} spills registers on {arch}"
+
+
+@pytest.mark.parametrize("exercise_id", PREDICT_IDS)
+def test_reference_predictions_are_right_and_starters_empty(exercise_id: str) -> None:
+    ex = EXERCISES[exercise_id]
+    solution = extract_text(extool.solution(exercise_id), ".py").prediction
+    starter = extract_text(extool.starter(exercise_id), ".py").prediction
+    assert set(solution) == {q.key for q in ex.questions} == set(starter)
+    wrong = [a.key for a in grade_answers(ex, solution) if a.verdict != V.PASSED]
+    assert wrong == [], f"the reference answers disagree with the spec for {wrong}"
+    assert all(a.verdict == V.NOT_ANSWERED for a in grade_answers(ex, starter))
+
+
+# --------------------------------------------------------------------------------------------------
+# Cases
+# --------------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("exercise_id", KERNEL_IDS)
+def test_cases_are_reproducible_and_hidden_ones_depend_on_the_seed(exercise_id: str) -> None:
+    ex = EXERCISES[exercise_id]
+    a = make_cases(ex, ("public",), None)
+    b = make_cases(ex, ("public",), "ignored")
+    assert [c.name for c in a] == [c.name for c in b]
+    assert all(np.array_equal(x.inputs[k], y.inputs[k]) for x, y in zip(a, b) for k in x.inputs)
+    h1 = make_cases(ex, ("hidden",), "seed one")
+    h2 = make_cases(ex, ("hidden",), "seed one")
+    h3 = make_cases(ex, ("hidden",), "seed two")
+    assert [c.name for c in h1] == [c.name for c in h2]
+    assert all(np.array_equal(x.inputs[k], y.inputs[k]) for x, y in zip(h1, h2) for k in x.inputs)
+    differs = [c.name for c in h1] != [c.name for c in h3] or any(
+        not np.array_equal(x.inputs[k], y.inputs[k]) for x, y in zip(h1, h3) for k in x.inputs)
+    assert differs, "hidden cases do not depend on the seed"
+    assert all(c.visibility == "hidden" for c in h1) and all(c.visibility == "public" for c in a)
+
+
+@pytest.mark.parametrize("exercise_id", KERNEL_IDS)
+def test_public_cases_cover_the_awkward_sizes(exercise_id: str) -> None:
+    ex = EXERCISES[exercise_id]
+    cases = make_cases(ex, ("public",), None)
+    sizes = [max(a.size for a in c.inputs.values()) for c in cases]
+    assert min(sizes) <= 8, "no tiny case (n = 1 or thereabouts)"
+    assert any(c.large for c in cases), "no large case"
+    assert any(c.why for c in cases) and all(c.why for c in cases), "every case says what it tests"
+    assert any(not c.large for c in cases), "nothing runs on the CPU backend"
+
+
+@pytest.mark.parametrize("exercise_id", KERNEL_IDS)
+def test_reference_matches_the_declared_outputs(exercise_id: str) -> None:
+    ex = EXERCISES[exercise_id]
+    for case in make_cases(ex, ("public",), None):
+        if case.large:
+            continue
+        expected = ex.reference(case)
+        if ex.derive is None:
+            assert set(expected) == set(case.outputs), case.name
+            for name, value in expected.items():
+                value = getattr(value, "value", value)
+                assert np.shape(value) == case.outputs[name][0], (case.name, name)
