@@ -23,11 +23,20 @@ Run from the repository root on a GPU machine:
 
     PYTHONPATH=. python benchmarks/bench_gemm.py --out DIR
 
+``--focus`` skips the ladder and the staged sweeps: it checks and times a broad list of
+configurations of the newer kernels (rung 7b, warp_pipelined; rung 8's third form,
+wmma_pipelined) and the best ones of the older kernels at 4096^3, times the best of each kind at
+the three other sizes, and ends with an interleaved duel of the top few against cuBLAS fp32 and
+fp16 (about 3 minutes on an H100; --focus-seconds bounds the candidate phase):
+
+    PYTHONPATH=. python benchmarks/bench_gemm.py --focus --out DIR
+
 Progress goes to stderr; the tables go to stdout.
 """
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import statistics
 import sys
@@ -57,6 +66,33 @@ WARP_TILES = [  # (BM, BN, WM, WN, TM, TN)
 TENSOR_TILES = [  # (BM, BN, WM, WN)
     (128, 128, 64, 32), (128, 128, 32, 64), (128, 128, 64, 64), (128, 256, 64, 64), (256, 128, 64, 64),
     (256, 128, 128, 32), (64, 128, 32, 64), (128, 128, 32, 32), (64, 64, 32, 32)]
+
+# --focus: (family, parameters) at 4096^3. SIMT first, then tensor cores; the old kernels' best
+# configurations of the first H100 run are included as the yardstick.
+FOCUS_SIMT: list[tuple[str, dict[str, int]]] = (
+    [("warp_pipelined", dict(zip(("BM", "BN", "BK", "WM", "WN", "TM", "TN", "BLOCKS"), c))) for c in (
+        (128, 128, 8, 32, 64, 8, 8, 2), (128, 128, 8, 64, 32, 8, 8, 2), (128, 128, 8, 32, 64, 8, 8, 1),
+        (128, 128, 8, 64, 32, 8, 8, 1), (128, 128, 16, 32, 64, 8, 8, 1), (128, 128, 16, 64, 32, 8, 8, 1),
+        (128, 256, 8, 64, 64, 8, 16, 1), (256, 128, 8, 64, 64, 16, 8, 1), (128, 256, 16, 64, 64, 8, 16, 1),
+        (256, 128, 16, 64, 64, 16, 8, 1), (128, 128, 8, 64, 64, 8, 16, 1), (128, 128, 16, 64, 64, 8, 16, 1),
+        (128, 128, 8, 64, 64, 16, 8, 1), (128, 256, 8, 32, 128, 8, 16, 1), (256, 128, 8, 128, 32, 16, 8, 1),
+        (128, 64, 8, 64, 32, 8, 8, 2), (64, 128, 8, 32, 64, 8, 8, 2), (64, 64, 8, 32, 32, 4, 8, 2))]
+    + [("cp_async", {"BM": 128, "BN": 256, "BK": 32, "TM": 8, "TN": 8, "STAGES": 3}),
+       ("warp_tiled", {"BM": 128, "BN": 128, "BK": 8, "WM": 64, "WN": 32, "TM": 8, "TN": 8}),
+       ("double_buffered", {"BM": 128, "BN": 256, "BK": 8, "TM": 8, "TN": 8})])
+FOCUS_TENSOR: list[tuple[str, dict[str, int]]] = (
+    [("wmma_pipelined", dict(zip(("BM", "BN", "BK", "WM", "WN", "STAGES"), c))) for c in (
+        (128, 256, 32, 64, 64, 4), (128, 256, 32, 64, 64, 3), (128, 256, 32, 64, 64, 5),
+        (256, 128, 32, 64, 64, 4), (128, 256, 64, 64, 64, 3), (256, 128, 64, 64, 64, 3),
+        (128, 128, 32, 64, 64, 4), (128, 128, 32, 64, 64, 3), (128, 128, 64, 64, 64, 3),
+        (128, 128, 64, 64, 64, 4), (128, 128, 32, 64, 64, 5), (128, 128, 32, 32, 64, 4),
+        (128, 128, 32, 64, 32, 4), (128, 128, 64, 32, 64, 3), (64, 128, 32, 32, 64, 4),
+        (128, 128, 16, 64, 64, 6))]
+    + [("wmma_cp_async", {"BM": 128, "BN": 128, "BK": 64, "WM": 64, "WN": 64, "STAGES": 3})])
+# Checked before timing: 1 x 1 x 1, odd sizes (the scalar paths), multiples of 8 with edge tiles,
+# and sizes with interior blocks for every tile above (the unchecked paths) with K % BK != 0.
+FOCUS_CHECK_SHAPES: tuple[tuple[int, int, int], ...] = ((1, 1, 1), (127, 129, 131), (264, 136, 72),
+                                                        (520, 528, 200), (512, 512, 64))
 
 
 def log(msg: str) -> None:
@@ -133,9 +169,16 @@ def main(argv=None) -> int:
     parser.add_argument("--sweep-seconds", type=float, default=150.0,
                         help="time budget of the sweeps (default 150 s); later points are skipped")
     parser.add_argument("--no-sweep", action="store_true", help="skip the sweeps")
+    parser.add_argument("--focus", action="store_true",
+                        help="skip the ladder and sweeps; check and time the FOCUS_* candidates, then a duel")
+    parser.add_argument("--focus-seconds", type=float, default=170.0,
+                        help="time budget of the --focus candidates (default 170 s); later ones are skipped")
+    parser.add_argument("--top", type=int, default=3, help="--focus: candidates of each kind in the duel (default 3)")
     args = parser.parse_args(argv)
 
     kernels.require_gpu("benchmarks/bench_gemm.py")
+    if args.focus:
+        return focus(args)
     import cupy as cp
 
     t0 = time.time()
@@ -294,6 +337,175 @@ def main(argv=None) -> int:
     if args.out is not None:
         print(f"records written to {args.out / 'bench_gemm.json'} (and sweep_*.json)")
     return 1 if out["failures"] else 0
+
+
+def focus(args) -> int:
+    """--focus: every FOCUS_* candidate checked, then timed at 4096^3; the best of each kind at the
+    other sizes; an interleaved duel of the top few against cuBLAS. A candidate that breaks a rule,
+    spills, does not compile, fails its check or fails to launch is recorded and skipped."""
+    import cupy as cp
+
+    t0 = time.time()
+    info = kernels.device_info()
+    ceil = kernels.ceilings()
+    limits = kernels.GpuLimits.from_device()
+    cc = info.compute_capability
+    print(f"{info.name} (compute capability {cc}), {info.sm_count} SMs; CUDA runtime {info.cuda_runtime}, "
+          f"CuPy {info.cupy_version}")
+    print(ceil)
+    print(g.cublas_fp32_mode())
+    out: dict[str, Any] = {"provenance": kernels.provenance(), "mode": "focus", "cublas_fp32_mode": g.cublas_fp32_mode(),
+                           "ceilings": {"copy_gbps": ceil.copy_gbps, "fma_tflops": ceil.fma_tflops},
+                           "cublas": {}, "candidates": [], "sizes": [], "duel": []}
+    M, N, K = SWEEP_SIZE
+    flops = g.gemm_flops(M, N, K)
+    A = cp.random.uniform(-1, 1, (M, K), dtype=cp.float32)
+    B = cp.random.uniform(-1, 1, (K, N), dtype=cp.float32)
+    C = cp.empty((M, N), dtype=cp.float32)
+    A16, B16 = A.astype(cp.float16), B.astype(cp.float16)
+    C16 = cp.empty((M, N), dtype=cp.float16)
+    cublas = {"fp32": gflops(flops, kernels.benchmark(lambda: cp.matmul(A, B, out=C), warmup=3, repeat=args.repeat)),
+              "fp16": gflops(flops, kernels.benchmark(lambda: cp.matmul(A16, B16, out=C16), warmup=3,
+                                                      repeat=args.repeat))}
+    out["cublas"] = dict(cublas)
+    log(f"cuBLAS {M}x{N}x{K}: fp32 {cublas['fp32']:.0f} GFLOP/s, fp16 {cublas['fp16']:.0f} GFLOP/s  "
+        f"({time.time() - t0:.0f} s)")
+
+    end = time.time() + args.focus_seconds
+    kernels_by_label: dict[str, tuple[str, Any]] = {}
+    # SIMT and tensor-core candidates alternate, so that a spent budget cuts both lists short.
+    mixed = [c for pair in itertools.zip_longest(FOCUS_SIMT, FOCUS_TENSOR) for c in pair if c is not None]
+    candidates = [c for c in mixed if g._cc_tuple(cc) >= g.FAMILIES[c[0]].min_cc]
+    for i, (family, params) in enumerate(candidates):
+        fam = g.FAMILIES[family]
+        kind = "fp16" if fam.input_dtype == "float16" else "fp32"
+        rec: dict[str, Any] = {"family": family, "kernel": fam.label(params), "baseline": f"cuBLAS {kind}", **params}
+        out["candidates"].append(rec)
+        if time.time() > end:
+            rec["note"] = "time budget spent: skipped"
+            continue
+        try:
+            is16 = kind == "fp16"
+            measure = g.sweep_measure(family, A16 if is16 else A, B16 if is16 else B, C, limits=limits,
+                                      cublas_gflops=cublas[kind], check_shapes=FOCUS_CHECK_SHAPES,
+                                      repeat=args.repeat)
+            rec.update(measure(**params))
+            if isinstance(rec.get("GFLOP/s"), (int, float)):
+                kernel = g.GemmKernel(family, params, limits=limits)
+                g.check_gemm(kernel, 264, 136, 72, alpha=0.75, beta=-0.5, dtype=np.float16 if is16 else np.float32)
+                kernels_by_label[rec["kernel"]] = (kind, kernel)
+        except Exception as exc:  # noqa: BLE001 -- one bad candidate must not end the run
+            rec.pop("GFLOP/s", None)
+            rec["note"] = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0][:300] if str(exc).strip() else ''}"
+            if "WRONG" not in rec["note"] and isinstance(exc, AssertionError):
+                rec["note"] = "WRONG: " + rec["note"]
+            try:
+                cp.cuda.Device().synchronize()
+            except Exception as fatal:  # noqa: BLE001 -- a sticky CUDA error: nothing more can run
+                rec["note"] += f"; the GPU context is broken ({fatal}), stopping"
+                log(f"  [{i + 1}/{len(candidates)}] {rec['kernel']}: {rec['note']}")
+                break
+        log(f"  [{i + 1}/{len(candidates)}] {rec['kernel']}: " + (
+            f"{rec['GFLOP/s']:.0f} GFLOP/s ({rec['% of cuBLAS']:.1f} % of {rec['baseline']}), "
+            f"{rec['registers']} regs, {rec['blocks/SM']} blocks/SM" if isinstance(rec.get("GFLOP/s"), (int, float))
+            else rec.get("note", "no result")) + f"  ({time.time() - t0:.0f} s)")
+
+    timed = [r for r in out["candidates"] if isinstance(r.get("GFLOP/s"), (int, float)) and r["kernel"] in kernels_by_label]
+    best = {kind: sorted((r for r in timed if r["baseline"] == f"cuBLAS {kind}"), key=lambda r: -r["GFLOP/s"])
+            for kind in ("fp32", "fp16")}
+
+    # The best of each kind at the ladder's other sizes (K = 1000 is a multiple of no large BK).
+    for Ms, Ns, Ks in [s for s in SIZES if s != SWEEP_SIZE]:
+        a = cp.random.uniform(-1, 1, (Ms, Ks), dtype=cp.float32)
+        b = cp.random.uniform(-1, 1, (Ks, Ns), dtype=cp.float32)
+        c = cp.empty((Ms, Ns), dtype=cp.float32)
+        a16, b16 = a.astype(cp.float16), b.astype(cp.float16)
+        c16 = cp.empty((Ms, Ns), dtype=cp.float16)
+        fl = g.gemm_flops(Ms, Ns, Ks)
+        row: dict[str, Any] = {"M": Ms, "N": Ns, "K": Ks,
+                               "cuBLAS fp32": gflops(fl, kernels.benchmark(lambda: cp.matmul(a, b, out=c), warmup=3,
+                                                                          repeat=args.repeat)),
+                               "cuBLAS fp16": gflops(fl, kernels.benchmark(lambda: cp.matmul(a16, b16, out=c16),
+                                                                          warmup=3, repeat=args.repeat))}
+        for kind in ("fp32", "fp16"):
+            for r in best[kind][:1]:
+                kern = kernels_by_label[r["kernel"]][1]
+                x, y = (a16, b16) if kind == "fp16" else (a, b)
+                try:
+                    row[r["kernel"]] = gflops(fl, kernels.benchmark(lambda: kern(x, y, c, Ms, Ns, Ks), warmup=2,
+                                                                    repeat=args.repeat))
+                except Exception as exc:  # noqa: BLE001
+                    row[r["kernel"]] = f"{type(exc).__name__}: {exc}"[:200]
+        out["sizes"].append(row)
+        del a, b, c, a16, b16, c16
+    log(f"other sizes timed  ({time.time() - t0:.0f} s)")
+
+    # Interleaved duel: cuBLAS and the top candidates of each kind, rotating the order each round.
+    duel: list[tuple[str, str, Any]] = [("cuBLAS fp32", "fp32", lambda: cp.matmul(A, B, out=C)),
+                                        ("cuBLAS fp16", "fp16", lambda: cp.matmul(A16, B16, out=C16))]
+    for kind in ("fp32", "fp16"):
+        for r in best[kind][:args.top]:
+            kern = kernels_by_label[r["kernel"]][1]
+            x, y = (A16, B16) if kind == "fp16" else (A, B)
+            duel.append((r["kernel"], kind, lambda kern=kern, x=x, y=y: kern(x, y, C, M, N, K)))
+    medians: dict[str, list[float]] = {d[0]: [] for d in duel}
+    for rnd in range(args.rounds):
+        for label, _, fn in duel[rnd % len(duel):] + duel[:rnd % len(duel)]:
+            medians[label].append(kernels.benchmark(fn, warmup=2, repeat=args.repeat).median_ms)
+    for label, kind, _ in duel:
+        ratios = [medians[f"cuBLAS {kind}"][i] / medians[label][i] for i in range(args.rounds)]
+        ms = statistics.median(medians[label])
+        out["duel"].append({"name": label, "baseline": f"cuBLAS {kind}", "ms": ms, "GFLOP/s": flops / (ms * 1e-3) / 1e9,
+                            "ratio per round": ratios, "median ratio": statistics.median(ratios)})
+    log(f"duel done  ({time.time() - t0:.0f} s)")
+
+    if args.out is not None:
+        args.out.mkdir(parents=True, exist_ok=True)
+        (args.out / "bench_gemm_focus.json").write_text(json.dumps(out, indent=1, default=str))
+    _print_focus(out, ceil, time.time() - t0)
+    if args.out is not None:
+        print(f"records written to {args.out / 'bench_gemm_focus.json'}")
+    return 0
+
+
+def _print_focus(out: dict, ceil, seconds: float) -> None:
+    print()
+    print(f"--focus at {SWEEP_SIZE[0]}x{SWEEP_SIZE[1]}x{SWEEP_SIZE[2]}: GFLOP/s and % of cuBLAS (fp32 "
+          f"{out['cublas']['fp32']:.0f}, fp16 {out['cublas']['fp16']:.0f} GFLOP/s); FP32 FMA ceiling "
+          f"{1e3 * ceil.fma_tflops:.0f} GFLOP/s")
+    for kind in ("fp32", "fp16"):
+        rows = [r for r in out["candidates"] if r["baseline"] == f"cuBLAS {kind}"]
+        rows.sort(key=lambda r: -r["GFLOP/s"] if isinstance(r.get("GFLOP/s"), (int, float)) else 0.0)
+        for r in rows:
+            if isinstance(r.get("GFLOP/s"), (int, float)):
+                print(f"  {r['kernel']:<52}{r['GFLOP/s']:>9.0f} {r['% of cuBLAS']:>6.1f} %  {r['registers']:>3} regs "
+                      f"{r['blocks/SM']} blk/SM")
+            else:
+                print(f"  {r['kernel']:<52}  {r.get('note', 'no result')[:110]}")
+    for row in out["sizes"]:
+        cells = ", ".join(f"{k} {v:.0f}" if isinstance(v, (int, float)) else f"{k} {v}"
+                          for k, v in row.items() if k not in ("M", "N", "K"))
+        print(f"  {row['M']}x{row['N']}x{row['K']}: {cells}")
+    print()
+    print(f"interleaved duel at {SWEEP_SIZE[0]}x{SWEEP_SIZE[1]}x{SWEEP_SIZE[2]}, "
+          f"{len(out['duel'][0]['ratio per round']) if out['duel'] else 0} rounds")
+    for d in out["duel"]:
+        print(f"{d['name']:<60}{d['GFLOP/s']:>9.0f} GFLOP/s  {100 * d['median ratio']:6.1f} % of {d['baseline']}"
+              f"  (rounds: {' '.join(f'{100 * q:.1f}' for q in d['ratio per round'])})")
+    simt = [d for d in out["duel"] if d["baseline"] == "cuBLAS fp32" and not d["name"].startswith("cuBLAS")]
+    tcd = [d for d in out["duel"] if d["baseline"] == "cuBLAS fp16" and not d["name"].startswith("cuBLAS")]
+    if simt:
+        q = 100 * max(d["median ratio"] for d in simt)
+        print(f"target best SIMT >= 90 % of cuBLAS fp32 (moonshot 95 %): {q:.1f} % -> "
+              f"{'met' if q >= 90 else 'not met'}{' (moonshot met)' if q >= 95 else ''}")
+    if tcd:
+        q = 100 * max(d["median ratio"] for d in tcd)
+        print(f"target tensor-core rung >= 50 % of cuBLAS fp16: {q:.1f} % -> {'met' if q >= 50 else 'not met'}")
+    bad = [r for r in out["candidates"] if "WRONG" in str(r.get("note", ""))
+           or ("Error" in str(r.get("note", "")) and "invalid" not in str(r.get("note", "")))]
+    if bad:
+        print(f"{len(bad)} candidate(s) failed to compile, check or launch: " + ", ".join(r["kernel"] for r in bad))
+    print(f"total time {seconds:.0f} s")
 
 
 def _best_of(sweeps, family: str, default: dict) -> tuple[str, str, dict]:

@@ -6,12 +6,16 @@ a name's module is loaded the first time the name is used.
 from __future__ import annotations
 
 import importlib
+import sys
+from types import ModuleType
 from typing import Any
 
 _EXPORTS: dict[str, str] = {
     # backend switch point
     "backend_name": "backend", "gpu_available": "backend", "array_module": "backend",
     "require_gpu": "backend", "NoGPUError": "backend",
+    # one chapter cell for both backends
+    "on_gpu": "portable", "problem_size": "portable", "gpu_only": "portable",
     # CUDA C sources
     "source": "sources", "show_source": "sources", "all_sources": "sources",
     # compile and launch
@@ -30,6 +34,8 @@ _EXPORTS: dict[str, str] = {
     "Explorer": "explorer", "Sweep": "sweep", "display_live": "sweep",
     "occupancy": "occupancy", "GpuLimits": "occupancy",
     "occupancy_explorer": "occupancy", "occupancy_panel": "occupancy",
+    # memory traffic recorded on the CPU backend (sectors, bank conflicts, races)
+    "analyze": "traffic.analysis",
 }
 
 __all__ = sorted(_EXPORTS)
@@ -46,3 +52,21 @@ def __getattr__(name: str) -> Any:
 
 def __dir__() -> list[str]:
     return __all__
+
+
+class _Package(ModuleType):
+    """The package object, keeping ``kernels.ceilings`` (and ``check``, ``occupancy``) the function.
+
+    Importing a submodule (``from kernels.ceilings import Ceilings``) makes Python bind the submodule
+    as an attribute of its package, which would replace the exported function of the same name and
+    make a later ``kernels.ceilings()`` fail with "'module' object is not callable".
+    """
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if (isinstance(value, ModuleType) and _EXPORTS.get(name) == name
+                and value.__name__ == f"{__name__}.{name}"):
+            value = getattr(value, name)
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Package

@@ -2,23 +2,37 @@
 
 Chapters print these instead of hard-coding "an SM has 64 K registers": the numbers differ between
 the Colab T4 and an H100, and the course's explanations should match the GPU the reader has.
+
+On the CPU backend (no GPU) ``device_info()`` describes the CPU backend in the same shape: the
+limits it checks launches against, one "SM" (one core runs the blocks one after another), None
+for what has no meaning there (registers, clocks), and this computer's cache and memory sizes.
+``provenance()`` still needs a GPU: it says where a notebook's GPU measurements came from.
 """
 from __future__ import annotations
 
 import datetime
 import functools
 import html
+import os
+import re
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 # Stable cudaDeviceAttr values, used when CuPy does not export the named constant. CUDA 13 dropped
 # the clock fields from cudaDeviceProp; the attributes still answer.
 _ATTRIBUTE_IDS = {"ClockRate": 13, "MemoryClockRate": 36, "GlobalMemoryBusWidth": 37}
 
+CPU_BACKEND_NAME = "CPU backend (no GPU)"
+_CPU_RUNTIME_HEADER = Path(__file__).parent / "cpu" / "runtime" / "include" / "cuda_cpu.h"
+
 
 @dataclass(frozen=True)
 class DeviceInfo:
-    """The current GPU's name, limits and sizes (bytes, kHz, bits), as CUDA reports them."""
+    """The current GPU's name, limits and sizes (bytes, kHz, bits), as CUDA reports them.
+
+    With ``backend == "cpu"`` it describes the CPU backend instead (see `cpu_backend_info`).
+    """
 
     name: str
     compute_capability: str
@@ -27,8 +41,8 @@ class DeviceInfo:
     max_threads_per_block: int
     max_threads_per_sm: int
     max_blocks_per_sm: int
-    regs_per_sm: int
-    regs_per_block: int
+    regs_per_sm: int | None  # None on the CPU backend: it has no register file
+    regs_per_block: int | None
     shared_per_sm: int
     shared_per_block: int
     shared_per_block_optin: int
@@ -41,6 +55,11 @@ class DeviceInfo:
     cuda_runtime: str
     cuda_driver: str
     cupy_version: str
+    backend: str = "cupy"
+
+    @property
+    def on_cpu_backend(self) -> bool:
+        return self.backend == "cpu"
 
     @property
     def theoretical_dram_gbps(self) -> float | None:
@@ -56,6 +75,8 @@ class DeviceInfo:
 
     def table(self) -> "InfoTable":
         """The fields a chapter shows, as a two-column table that renders in notebooks and text."""
+        if self.on_cpu_backend:
+            return self._cpu_table()
         kib = 1024
         rows = [
             ("GPU", self.name),
@@ -83,6 +104,24 @@ class DeviceInfo:
         rows.append(("CUDA runtime / driver, CuPy",
                      f"{self.cuda_runtime} / {self.cuda_driver}, {self.cupy_version}"))
         return InfoTable(rows)
+
+    def _cpu_table(self) -> "InfoTable":
+        kib = 1024
+        return InfoTable([
+            ("GPU", "none: the CPU backend runs the kernels on this computer's processor"),
+            ("compiled as compute capability", f"{self.compute_capability} "
+                                               f"(__CUDA_ARCH__ {self.compute_capability.replace('.', '')}0)"),
+            ("SMs", f"{self.sm_count} (one core runs the blocks one after another)"),
+            ("warp size", str(self.warp_size)),
+            ("max threads per block / per SM",
+             f"{self.max_threads_per_block} / {self.max_threads_per_sm} (one block at a time)"),
+            ("32-bit registers", "none (each thread's variables live on its own stack)"),
+            ("shared memory per block (default / opt-in)",
+             f"{self.shared_per_block // kib} / {self.shared_per_block_optin // kib} KiB"),
+            ("L2 cache (this processor's)", f"{self.l2_bytes / 2**20:.0f} MiB"),
+            ("memory (this computer's)", f"{self.memory_bytes / 2**30:.1f} GiB"),
+            ("timings", "CPU timings: not GPU measurements"),
+        ])
 
     def _repr_html_(self) -> str:
         return self.table()._repr_html_()
@@ -166,10 +205,84 @@ def _read(device_id: int) -> DeviceInfo:
     )
 
 
-def device_info() -> DeviceInfo:
-    """The current GPU's properties (read once per device). Raises NoGPUError without a GPU."""
-    from kernels.backend import require_gpu
+def _cpu_compute_capability() -> str:
+    """The compute capability the CPU backend compiles for (its __CUDA_ARCH__, e.g. 800 -> "8.0")."""
+    try:
+        found = re.search(r"#define\s+__CUDA_ARCH__\s+(\d+)", _CPU_RUNTIME_HEADER.read_text())
+    except OSError:
+        found = None
+    arch = int(found.group(1)) if found else 800
+    return f"{arch // 100}.{arch % 100 // 10}"
 
+
+def _l2_cache_bytes() -> int:
+    """This processor's (per-core) L2 cache size from Linux's sysfs; 0 where it is not reported."""
+    for index in sorted(Path("/sys/devices/system/cpu/cpu0/cache").glob("index*")):
+        try:
+            if (index / "level").read_text().strip() != "2" or (index / "type").read_text().strip() == "Instruction":
+                continue
+            size = (index / "size").read_text().strip().upper()
+        except OSError:
+            continue
+        units = {"K": 2**10, "M": 2**20, "G": 2**30}
+        if size[-1:] in units and size[:-1].isdigit():
+            return int(size[:-1]) * units[size[-1]]
+        if size.isdigit():
+            return int(size)
+    return 0
+
+
+def _sysconf(name: str) -> int:
+    try:
+        value = os.sysconf(name)
+    except (ValueError, OSError, AttributeError):
+        return 0
+    return max(int(value), 0)
+
+
+@functools.cache
+def cpu_backend_info() -> DeviceInfo:
+    """The CPU backend in DeviceInfo's shape: the values it uses, None where a GPU fact has no meaning.
+
+    One core runs the blocks of a grid one after another, each block's threads as fibers: so one
+    SM holding one block of at most 1024 threads. Shared-memory limits are the ones the CPU backend
+    checks launches against; cache and memory sizes are this computer's.
+    """
+    from kernels.cpu.raw import CPU_LIMITS, DEFAULT_DYNAMIC_SHARED, MAX_SHARED_OPTIN
+
+    threads = CPU_LIMITS.max_threads_per_block
+    return DeviceInfo(
+        name=CPU_BACKEND_NAME,
+        compute_capability=_cpu_compute_capability(),
+        sm_count=1,
+        warp_size=32,
+        max_threads_per_block=threads,
+        max_threads_per_sm=threads,
+        max_blocks_per_sm=1,
+        regs_per_sm=None,
+        regs_per_block=None,
+        shared_per_sm=MAX_SHARED_OPTIN,
+        shared_per_block=DEFAULT_DYNAMIC_SHARED,
+        shared_per_block_optin=MAX_SHARED_OPTIN,
+        l2_bytes=_l2_cache_bytes(),
+        memory_bytes=_sysconf("SC_PAGE_SIZE") * _sysconf("SC_PHYS_PAGES"),
+        memory_clock_khz=None,
+        memory_bus_bits=None,
+        sm_clock_khz=None,
+        async_engine_count=0,
+        cuda_runtime="",
+        cuda_driver="",
+        cupy_version="",
+        backend="cpu",
+    )
+
+
+def device_info() -> DeviceInfo:
+    """The current GPU's properties (read once per device); on the CPU backend, `cpu_backend_info()`."""
+    from kernels.backend import backend_name, require_gpu
+
+    if backend_name() == "cpu":
+        return cpu_backend_info()
     require_gpu("device_info()")
     import cupy
 
@@ -177,7 +290,13 @@ def device_info() -> DeviceInfo:
 
 
 def provenance() -> dict[str, str]:
-    """Where a notebook's numbers came from: GPU, compute capability, CUDA, CuPy, today's date."""
+    """Where a notebook's numbers came from: GPU, compute capability, CUDA, CuPy, today's date.
+
+    Raises NoGPUError without a GPU (also on the CPU backend): only a GPU run has provenance.
+    """
+    from kernels.backend import require_gpu
+
+    require_gpu("provenance()")
     info = device_info()
     return {
         "gpu": info.name,

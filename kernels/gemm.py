@@ -412,6 +412,48 @@ class WmmaFamily(Family):
 
 
 @dataclass(frozen=True)
+class WarpPipelinedFamily(WarpTiledFamily):
+    """warp_pipelined.cu: rung 7's tiles with paired lanes, register-pipelined fragments and
+    unchecked interior blocks; BLOCKS is __launch_bounds__' minimum blocks per SM."""
+
+    def dynamic_smem(self, p: Params) -> int:
+        return 2 * 4 * p["BK"] * (p["BM"] + 4 + p["BN"])
+
+    def _rules(self, p: Params) -> list[str]:
+        out = _tile_rules(p)
+        if p["BM"] % p["WM"] or p["BN"] % p["WN"]:
+            out.append("BM must be a multiple of WM and BN of WN")
+        if p["WM"] % p["TM"] or p["WN"] % p["TN"] or (p["WM"] // p["TM"]) * (p["WN"] // p["TN"]) != 32:
+            out.append("a WM x WN warp tile must hold exactly 32 thread tiles of TM x TN")
+        elif p["WM"] // p["TM"] < 2 or p["WN"] // p["TN"] < 2:
+            out.append("the lanes must form at least 2 rows and 2 columns (lane pairs share reads)")
+        if not out:
+            threads = self.threads(p)
+            if (p["BM"] * p["BK"] // 4) % threads or (p["BK"] * p["BN"] // 4) % threads:
+                out.append("every thread must copy whole float4 of both tiles (BM BK / 4 and BK BN / 4 "
+                           "multiples of the threads)")
+        return out
+
+
+@dataclass(frozen=True)
+class WmmaPipelinedFamily(WmmaFamily):
+    """wmma_pipelined.cu: each thread's 16-byte copies are fixed at compile time, so the block's
+    threads must divide the chunks of both tiles and cover whole rows of chunks."""
+
+    def _rules(self, p: Params) -> list[str]:
+        out = super()._rules(p)
+        if out:
+            return out
+        threads = self.threads(p)
+        for what, rows, cols in (("A", p["BM"], p["BK"]), ("B", p["BK"], p["BN"])):
+            per_row = cols // 8
+            if threads % per_row or (rows * per_row) % threads:
+                out.append(f"{threads} threads cannot copy the {rows} x {cols} tile of {what} in whole "
+                           f"16-byte chunks, the same column each")
+        return out
+
+
+@dataclass(frozen=True)
 class SplitKFamily(DoubleBufferedFamily):
     alpha_beta: bool = False
 
@@ -439,6 +481,12 @@ FAMILIES: dict[str, Family] = {f.key: f for f in (
     WmmaFamily("wmma_cp_async", "gemm/wmma_cp_async.cu", "gemm_wmma_cp_async",
                ("BM", "BN", "BK", "WM", "WN", "STAGES"), input_dtype="float16", min_cc=(8, 0),
                description="tensor cores (WMMA), cp.async pipeline"),
+    WarpPipelinedFamily("warp_pipelined", "gemm/warp_pipelined.cu", "gemm_warp_pipelined",
+                        ("BM", "BN", "BK", "WM", "WN", "TM", "TN", "BLOCKS"),
+                        description="warp tiles, paired lanes, register pipeline"),
+    WmmaPipelinedFamily("wmma_pipelined", "gemm/wmma_pipelined.cu", "gemm_wmma_pipelined",
+                        ("BM", "BN", "BK", "WM", "WN", "STAGES"), input_dtype="float16", min_cc=(8, 0),
+                        description="tensor cores (WMMA), lean cp.async pipeline, fragment pipeline"),
     SplitKFamily("split_k", "gemm/split_k.cu", "gemm_split_k_partial", ("BM", "BN", "BK", "TM", "TN"),
                  description="split-K partial products"),
 )}
@@ -459,8 +507,9 @@ class Rung:
         return FAMILIES[self.family]
 
 
-# The configurations the chapter's ladder uses. The double-buffered and warp-tiled ones are
-# starting points that the chapter's sweep and benchmarks/bench_gemm.py explore further.
+# The configurations the chapter's ladder uses: for the sweepable kernels, the fastest ones that
+# benchmarks/bench_gemm.py measured on an H100 at 4096^3 (the old kernels in its full run, the
+# newer ones, warp_pipelined and wmma_pipelined, in its --focus run).
 DEFAULTS: dict[str, dict[str, int]] = {
     "naive": {},
     "smem": {"TILE": 32},
@@ -468,16 +517,38 @@ DEFAULTS: dict[str, dict[str, int]] = {
     "2d": {"BM": 128, "BN": 128, "BK": 8, "TM": 8, "TN": 8},
     "vec4": {"BM": 128, "BN": 128, "BK": 8, "TM": 8, "TN": 8, "SPLIT": 0, "LAYOUT": 0},
     "conflict_free": {"BM": 128, "BN": 128, "BK": 8, "TM": 8, "TN": 8, "SPLIT": 1, "LAYOUT": 2},
-    "double_buffered": {"BM": 128, "BN": 128, "BK": 16, "TM": 8, "TN": 8},
-    "cp_async": {"BM": 128, "BN": 128, "BK": 16, "TM": 8, "TN": 8, "STAGES": 3},
-    "warp_tiled": {"BM": 128, "BN": 128, "BK": 16, "WM": 64, "WN": 32, "TM": 8, "TN": 8},
+    "double_buffered": {"BM": 128, "BN": 256, "BK": 8, "TM": 8, "TN": 8},
+    "cp_async": {"BM": 128, "BN": 256, "BK": 32, "TM": 8, "TN": 8, "STAGES": 3},
+    "warp_tiled": {"BM": 128, "BN": 128, "BK": 8, "WM": 64, "WN": 32, "TM": 8, "TN": 8},
+    "warp_pipelined": {"BM": 128, "BN": 256, "BK": 8, "WM": 64, "WN": 64, "TM": 8, "TN": 16, "BLOCKS": 1},
     "wmma": {"BM": 128, "BN": 128, "BK": 32, "WM": 64, "WN": 32},
-    "wmma_cp_async": {"BM": 128, "BN": 256, "BK": 32, "WM": 64, "WN": 64, "STAGES": 3},
+    "wmma_cp_async": {"BM": 128, "BN": 128, "BK": 64, "WM": 64, "WN": 64, "STAGES": 3},
+    "wmma_pipelined": {"BM": 128, "BN": 256, "BK": 64, "WM": 64, "WN": 64, "STAGES": 3},
 }
+
+# Used instead of a default that a GPU cannot run (more shared memory per block than it allows:
+# the H100 allows 227 KB, an L4 or A10 99 KB).
+FALLBACKS: dict[str, dict[str, int]] = {
+    "cp_async": {"BM": 128, "BN": 128, "BK": 16, "TM": 8, "TN": 8, "STAGES": 3},
+    "wmma_cp_async": {"BM": 128, "BN": 256, "BK": 32, "WM": 64, "WN": 64, "STAGES": 3},
+    "wmma_pipelined": {"BM": 128, "BN": 128, "BK": 32, "WM": 64, "WN": 64, "STAGES": 3},
+}
+
+
+def default_params(key: str, limits: Any = None) -> dict[str, int]:
+    """DEFAULTS[key], or FALLBACKS[key] when `limits` (a GpuLimits) rule the default out."""
+    params = dict(DEFAULTS[key])
+    fam = FAMILIES["vec4" if key == "conflict_free" else key]
+    if limits is not None and key in FALLBACKS and fam.problems(params, limits):
+        return dict(FALLBACKS[key])
+    return params
 
 
 def ladder(compute_capability: Any) -> list[Rung]:
     """The fp32 rungs for a GPU: cp.async only where the GPU has it (compute capability 8.0+)."""
+    from kernels.occupancy import GpuLimits
+
+    lim = GpuLimits.for_compute_capability(str(compute_capability))
     rungs = [Rung("1 naive", "naive"), Rung("2 shared tiles", "smem", DEFAULTS["smem"]),
              Rung("3a 1-D register tile", "1d", DEFAULTS["1d"]),
              Rung("3b 2-D register tile", "2d", DEFAULTS["2d"]),
@@ -485,15 +556,19 @@ def ladder(compute_capability: Any) -> list[Rung]:
              Rung("5 no bank conflicts", "vec4", DEFAULTS["conflict_free"]),
              Rung("6 double buffered", "double_buffered", DEFAULTS["double_buffered"])]
     if _cc_tuple(compute_capability) >= (8, 0):
-        rungs.append(Rung("6b cp.async pipeline", "cp_async", DEFAULTS["cp_async"]))
+        rungs.append(Rung("6b cp.async pipeline", "cp_async", default_params("cp_async", lim)))
     rungs.append(Rung("7 warp tiles", "warp_tiled", DEFAULTS["warp_tiled"]))
+    rungs.append(Rung("7b paired lanes, register pipeline", "warp_pipelined", DEFAULTS["warp_pipelined"]))
     return rungs
 
 
 def tensor_core_rung(compute_capability: Any) -> Rung:
-    """Rung 8: the cp.async pipeline where the GPU has it, register staging otherwise (T4)."""
+    """Rung 8: the pipelined cp.async kernel where the GPU has cp.async, register staging otherwise (T4)."""
+    from kernels.occupancy import GpuLimits
+
     if _cc_tuple(compute_capability) >= (8, 0):
-        return Rung("8 tensor cores (WMMA, cp.async)", "wmma_cp_async", DEFAULTS["wmma_cp_async"])
+        lim = GpuLimits.for_compute_capability(str(compute_capability))
+        return Rung("8 tensor cores (WMMA, cp.async pipeline)", "wmma_pipelined", default_params("wmma_pipelined", lim))
     return Rung("8 tensor cores (WMMA)", "wmma", DEFAULTS["wmma"])
 
 
@@ -525,8 +600,10 @@ class GemmKernel:
         from kernels.occupancy import GpuLimits
 
         self.family = FAMILIES[family] if isinstance(family, str) else family
-        self.params = dict(DEFAULTS.get(self.family.key, {}) if params is None else params)
         self.limits = limits if limits is not None else GpuLimits.from_device()
+        if params is None:
+            params = default_params(self.family.key, self.limits) if self.family.key in DEFAULTS else {}
+        self.params = dict(params)
         problems = self.family.problems(self.params, self.limits)
         if problems:
             raise ValueError(f"{self.family.label(self.params)} cannot run here: {'; '.join(problems)}")
@@ -561,6 +638,10 @@ class GemmKernel:
         self.kernel(self.grid(M, N), self.block, args, shared_mem=self.smem)
 
 
+# Split-K serves problems with few output tiles: a middle-sized tile, not the ladder's largest.
+SPLIT_K_TILE: dict[str, int] = {"BM": 128, "BN": 128, "BK": 16, "TM": 8, "TN": 8}
+
+
 class SplitKGemm:
     """Split-K: the partial products of `splits` slices of K into a workspace, then one reduction.
     Call it like a GemmKernel; the workspace grows on demand."""
@@ -570,7 +651,7 @@ class SplitKGemm:
 
         if splits < 1:
             raise ValueError("splits must be >= 1")
-        self.partial = GemmKernel("split_k", params or DEFAULTS["double_buffered"], limits=limits)
+        self.partial = GemmKernel("split_k", params or SPLIT_K_TILE, limits=limits)
         self.reduce = load_kernel("gemm/split_k.cu", "split_k_reduce")
         self.splits = splits
         self._workspace = None
@@ -743,6 +824,9 @@ def sweep_measure(family: str | Family, A: Any, B: Any, C: Any, *, cublas_gflops
         if record["spill B"]:
             record["note"] = f"spills {record['spill B']} B to local memory: not timed"
             return record
+        if occ.blocks_per_sm == 0:
+            record["note"] = f"does not fit on an SM ({occ.limiter}): not timed"
+            return record
         kernel = GemmKernel(fam, params, limits=lim)
         for shape in check_shapes:
             check_gemm(kernel, *shape, dtype=dtype, alpha=1.0, beta=0.0)
@@ -849,9 +933,34 @@ def a_copy_words_cp_async(BM: int, BK: int, warp: int = 0) -> list[int]:
     return words
 
 
+def paired_lane(lane: int, LC: int) -> tuple[int, int]:
+    """(lane_row, lane_col) of a lane in rung 7b (warp_pipelined.cu), LC lane columns: bit 0 and
+    bits 2 .. log2(LC) of the lane give the column, bit 1 and the bits above give the row, so that
+    lanes l and l ^ 1 read the same float4 of A and lanes l and l ^ 2 the same float4 of B."""
+    cb = LC.bit_length() - 1
+    col = (lane & 1) | (((lane >> 2) & ((1 << (cb - 1)) - 1)) << 1)
+    row = ((lane >> 1) & 1) | ((lane >> (cb + 1)) << 1)
+    return row, col
+
+
+def lds128_return_cycles(words: Sequence[int | None]) -> int:
+    """Clocks of the shared-memory return path that one warp-wide 16-byte read (LDS.128) occupies,
+    in the model this course uses: the path returns 128 bytes, one register per lane, per clock,
+    so four registers per lane take 4 clocks; when every lane reads the same address as lane l ^ 1,
+    or every lane the same as lane l ^ 2, the replies are packed and take 2 (NVIDIA's description
+    for compute capability 7.x; assumed for 8.x and 9.0). Bank conflicts come on top (conflict_ways)."""
+    if len(words) != 32:
+        raise ValueError("one entry per lane of a warp (32)")
+    for partner in (1, 2):
+        if all(words[i] is None or words[i ^ partner] is None or words[i] == words[i ^ partner] for i in range(32)):
+            return 2
+    return 4
+
+
 def thread_rows_cols(kind: str, p: Params, thread: int) -> tuple[list[int], list[int]]:
     """(row_base, col_base) of a thread: the first rows / columns of its runs of four, relative to
-    the block tile, for kind 'contiguous' (rung 4), 'split' (rungs 5 and 6) or 'warp' (rung 7)."""
+    the block tile, for kind 'contiguous' (rung 4), 'split' (rungs 5 and 6), 'warp' (rung 7) or
+    'paired' (rung 7b: rung 7's warp tiles, lanes placed by paired_lane)."""
     TM, TN = p["TM"], p["TN"]
     if kind in ("contiguous", "split"):
         per_row = p["BN"] // TN
@@ -860,11 +969,11 @@ def thread_rows_cols(kind: str, p: Params, thread: int) -> tuple[list[int], list
             return [ty * TM + 4 * q for q in range(TM // 4)], [tx * TN + 4 * q for q in range(TN // 4)]
         return ([q * (4 * p["BM"] // TM) + 4 * ty for q in range(TM // 4)],
                 [q * (4 * p["BN"] // TN) + 4 * tx for q in range(TN // 4)])
-    if kind == "warp":
+    if kind in ("warp", "paired"):
         LR, LC = p["WM"] // TM, p["WN"] // TN
         warp, lane = divmod(thread, 32)
         wr, wc = divmod(warp, p["BN"] // p["WN"])
-        lr, lc = divmod(lane, LC)
+        lr, lc = divmod(lane, LC) if kind == "warp" else paired_lane(lane, LC)
         return ([wr * p["WM"] + q * 4 * LR + 4 * lr for q in range(TM // 4)],
                 [wc * p["WN"] + q * 4 * LC + 4 * lc for q in range(TN // 4)])
     raise ValueError(f"unknown mapping {kind!r}")

@@ -3,10 +3,12 @@
 The line matters twice: in Colab it tells students which GPU they got, and in the executed notebook
 that the website renders it names the GPU that produced every number on the page (the tests check it
 against the provenance recorded in the notebook). ``report()`` never raises: on a machine without
-CuPy or a GPU it explains what to do instead.
+CuPy or a GPU it says that the notebook runs on the CPU backend (results checked, times not GPU
+measurements) and how to get a GPU.
 """
 from __future__ import annotations
 
+import os
 from typing import Any
 
 COLAB_STEPS = "Runtime > Change runtime type > T4 GPU, then Runtime > Restart and run all"
@@ -40,14 +42,35 @@ def gpu_line(info: Any) -> str:
     return " · ".join(parts)
 
 
-def no_gpu_message(reason: str = "") -> str:
-    """What a student without a GPU should do, and why the website still shows numbers."""
+CPU_BACKEND_LINES = (
+    "This notebook runs on the CPU backend: every kernel is compiled for this computer's processor and "
+    "every result is checked, at smaller sizes than on a GPU.",
+    "The times it prints are CPU timings, not GPU measurements; cells that only a GPU can run say so "
+    "and are skipped.",
+)
+
+
+def no_gpu_message(reason: str = "", cpu_backend: bool = True) -> str:
+    """What runs without a GPU, how to get one, and why the website still shows GPU numbers.
+
+    ``cpu_backend=False`` when the CPU backend is switched off too (COURSE_BACKEND=cupy).
+    """
     why = f" ({reason})" if reason else ""
     return (
         f"No CUDA GPU is available here{why}.\n"
-        f"  In Colab: {COLAB_STEPS}.\n"
+        + "".join(f"  {line}\n" for line in (CPU_BACKEND_LINES if cpu_backend else ()))
+        + f"  For GPU measurements in Colab: {COLAB_STEPS}.\n"
         f"  On your own machine with an NVIDIA GPU: {LOCAL_STEPS}.\n"
-        "  Without a GPU you can still read along: the course website shows the outputs recorded on a GPU."
+        "  The course website shows the outputs recorded on a GPU."
+    )
+
+
+def forced_cpu_message(env_var: str) -> str:
+    """The GPU is there, but the CPU backend was asked for."""
+    return (
+        f"{env_var}=cpu is set, so the GPU is not used.\n"
+        + "".join(f"  {line}\n" for line in CPU_BACKEND_LINES)
+        + f"  Unset {env_var} and restart the notebook to run on the GPU."
     )
 
 
@@ -66,19 +89,40 @@ def _gpu_problem() -> str | None:
     return None if usable else reason
 
 
-def report() -> None:
-    """Print the GPU line, or what to do when there is no GPU; never raises.
+def _forced_cpu() -> str | None:
+    """The environment variable's name when it selects the CPU backend, else None."""
+    try:
+        from kernels.backend import ENV_VAR, backend_name
+    except Exception:  # noqa: BLE001 -- no backend module: nothing can force the CPU
+        return None
+    return ENV_VAR if backend_name() == "cpu" else None
 
-    Returns None so that ``report()`` as the last line of a cell prints once, with no Out[] echo.
+
+def _forced_gpu() -> bool:
+    try:
+        from kernels.backend import ENV_VAR
+    except Exception:  # noqa: BLE001
+        return False
+    return os.environ.get(ENV_VAR, "").strip().lower() == "cupy"
+
+
+def report() -> None:
+    """Print the GPU line, or (no GPU) that the CPU backend runs the notebook and how to get a GPU.
+
+    Never raises. Returns None so that ``report()`` as the last line of a cell prints once, with no
+    Out[] echo.
     """
     try:
         problem = _gpu_problem()
-        if problem is None:
+        forced = _forced_cpu()
+        if problem is not None:
+            line = no_gpu_message(problem, cpu_backend=not _forced_gpu())
+        elif forced is not None:
+            line = forced_cpu_message(forced)
+        else:
             from kernels.device import device_info
 
             line = gpu_line(device_info())
-        else:
-            line = no_gpu_message(problem)
     except Exception as exc:  # a broken driver must not stop students from reading the notebook
         line = no_gpu_message(f"{type(exc).__name__}: {exc}")
     print(line)

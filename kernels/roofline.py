@@ -3,6 +3,8 @@
 A kernel doing I FLOPs per byte of DRAM traffic can go no faster than I x bandwidth (the slope) and
 no faster than the arithmetic peak (the roof). Both lines here come from the measured ceilings, so
 a point's percentage says how close the kernel is to what this GPU can actually do.
+
+On the CPU backend the ceilings are the processor's and the points CPU timings: the plot says so.
 """
 from __future__ import annotations
 
@@ -107,6 +109,11 @@ def roofline_plot(c: Ceilings, points: Iterable[RooflinePoint] = (), ax: "Axes |
     ax.set_xlabel("arithmetic intensity (FLOP / byte of DRAM traffic)")
     ax.set_ylabel("TFLOP/s")
     ax.set_title(title if title is not None else f"Roofline: {c.device} (measured ceilings)")
+    if c.on_cpu_backend:
+        from kernels.timing import label_cpu_axes, note_cpu_timing
+
+        label_cpu_axes(ax)
+        note_cpu_timing()
     ax.grid(True, which="both", alpha=0.25)
     ax.legend(loc="lower right", fontsize=8)
     return fig

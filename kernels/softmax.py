@@ -1,11 +1,14 @@
 """Helpers of the "Softmax" chapter: float64 references (softmax with this course's convention for
 rows of -inf, LayerNorm, attention), NumPy models of the online-softmax recurrence and of Welford's
 and Chan's variance updates, byte counts, launch plans and the dispatch rule for the kernels in
-``kernels/cuda/softmax/``, and GPU launchers, library baselines, the sweep's measure function and
+``kernels/cuda/softmax/``, and launchers, library baselines, the sweep's measure function and
 the chapter's chart.
 
-The pure parts (everything above "GPU launchers") need neither CuPy nor a GPU; CuPy and torch are
-imported only inside the functions that launch work, so this module imports anywhere.
+The pure parts (everything above "launchers") need neither CuPy nor a GPU. The launchers run on
+either backend: arrays come from ``kernels.array_module()`` (CuPy on a GPU, the CPU backend's
+module without one). Only ``Softmax.blocks_per_sm`` (CUDA's occupancy calculator) and the torch
+baseline need a GPU; torch is imported only inside the functions that use it, so this module
+imports anywhere.
 
 Convention for rows with no finite element (every entry -inf, e.g. a fully masked attention row):
 the softmax is written as a row of zeros. Mathematically it is 0/0; torch.softmax returns NaN for
@@ -20,6 +23,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+
+from .portable import on_gpu
 
 # ----------------------------------------------------------------------------- kernel sources
 
@@ -300,7 +305,8 @@ def requested_bytes(kind: str, rows: int, cols: int, itemsize: int = 4) -> int:
 def softmax_reference(x: Any, xp: Any = np) -> Any:
     """Softmax along the last axis in float64, with rows of only -inf written as zeros.
 
-    ``xp`` is numpy (the default) or cupy, for large matrices checked on the GPU.
+    ``xp`` is numpy (the default) or the backend's array module (cupy), for large matrices checked
+    where they are.
     """
     x = xp.asarray(x, dtype=xp.float64)
     m = x.max(axis=-1, keepdims=True)
@@ -519,12 +525,21 @@ def awkward_matrix(kind: str, rows: int, cols: int, dtype: Any = np.float32,
     return x.astype(dtype)
 
 
-# ============================================================================= GPU launchers
-# Everything below needs CuPy and a GPU (torch where named).
+# ============================================================================= launchers
+# Everything below launches kernels on the current backend: a CUDA GPU through CuPy or, without one,
+# the CPU backend (kernels.cpu), whose arrays come from the same array module. The exceptions say
+# so: blocks_per_sm asks CUDA's occupancy calculator, and torch is compared on a GPU only.
+
+
+def _xp() -> Any:
+    """The backend's array module: cupy on a GPU, kernels.cpu.xp on the CPU backend."""
+    from .backend import array_module
+
+    return array_module()
 
 
 def max_shared_per_block() -> int:
-    """Shared memory one block may use on the current GPU, with the opt-in (bytes)."""
+    """Shared memory one block may use on the current device, with the opt-in (bytes)."""
     from .device import device_info
 
     return int(device_info().shared_per_block_optin)
@@ -533,8 +548,9 @@ def max_shared_per_block() -> int:
 class Softmax:
     """A softmax kernel configuration, ready to launch: ``Softmax(config)(x, y)``.
 
-    x and y are C-contiguous 2-D CuPy arrays of the same shape, float32 or float16. Compiled
-    kernels and the three-kernel version's scratch arrays are kept, so a call only launches.
+    x and y are C-contiguous 2-D arrays of the backend's array module (CuPy on a GPU) of the same
+    shape, float32 or float16. Compiled kernels and the three-kernel version's scratch arrays are
+    kept, so a call only launches.
     """
 
     def __init__(self, config: Config) -> None:
@@ -562,8 +578,12 @@ class Softmax:
 
     def blocks_per_sm(self, rows: int, cols: int, dtype: Any = np.float32) -> int:
         """Blocks of this configuration's (last) kernel that one SM holds at once, from CUDA's
-        occupancy calculator (registers, shared memory and threads all count)."""
-        import cupy as cp
+        occupancy calculator (registers, shared memory and threads all count). GPU only: raises
+        kernels.NoGPUError on the CPU backend, which has no SMs."""
+        from .backend import require_gpu
+
+        require_gpu("Softmax.blocks_per_sm (CUDA's occupancy calculator)")
+        cp = _xp()                                                      # cupy: a GPU is there
 
         p = self.plans(rows, cols, dtype)[-1]
         kernel = self._kernel(p)
@@ -576,19 +596,18 @@ class Softmax:
         return plan(self.config, rows, cols, dtype, self._limit)
 
     def __call__(self, x: Any, y: Any) -> None:
-        import cupy as cp
-
         if x.ndim != 2 or x.shape != y.shape or x.dtype != y.dtype:
             raise ValueError(f"x and y must be 2-D arrays of the same shape and dtype, got {x.shape} "
                              f"{x.dtype} and {y.shape} {y.dtype}")
         rows, cols = (int(s) for s in x.shape)
         plans = self.plans(rows, cols, x.dtype)
         half = dtype_name(x.dtype) == "float16"
-        values = {"x": x.view(cp.uint16) if half else x, "y": y.view(cp.uint16) if half else y,
+        values = {"x": x.view(np.uint16) if half else x, "y": y.view(np.uint16) if half else y,
                   "rows": rows, "cols": cols}
         if self.config.kind == "three_kernels":
             if rows not in self._scratch:
-                self._scratch[rows] = (cp.empty(rows, cp.float32), cp.empty(rows, cp.float32))
+                xp = _xp()
+                self._scratch[rows] = (xp.empty(rows, xp.float32), xp.empty(rows, xp.float32))
             values["row_max"], values["row_sum"] = self._scratch[rows]
         for p in plans:
             self._kernel(p)((p.grid,), (p.block,), tuple(values[a] for a in p.args), shared_mem=p.shared_mem)
@@ -633,13 +652,13 @@ class FlashAttention:
 
 def naive_attention(q: Any, k: Any, v: Any, causal: bool = False,
                     softmax: Callable[[Any, Any], None] | None = None) -> Any:
-    """O = softmax(Q K^T / sqrt(D)) V with the n_q x n_k score matrix in memory (CuPy matmuls)."""
-    import cupy as cp
-
+    """O = softmax(Q K^T / sqrt(D)) V with the n_q x n_k score matrix in memory (the array module's
+    matmuls: cuBLAS through CuPy on a GPU)."""
+    xp = _xp()
     s = (q @ k.T) * np.float32(1.0 / math.sqrt(q.shape[1]))
     if causal:
-        s = cp.where(cp.arange(k.shape[0])[None, :] <= cp.arange(q.shape[0])[:, None], s, cp.float32(-cp.inf))
-    p = cp.empty_like(s)
+        s = xp.where(xp.arange(k.shape[0])[None, :] <= xp.arange(q.shape[0])[:, None], s, xp.float32(-xp.inf))
+    p = xp.empty_like(s)
     (softmax or Softmax(choose_config(s.shape[1], s.dtype)))(s, p)
     return p @ v
 
@@ -647,15 +666,17 @@ def naive_attention(q: Any, k: Any, v: Any, causal: bool = False,
 # ----------------------------------------------------------------------------- library baselines
 
 def cupy_softmax(x: Any) -> Any:
-    """The softmax composed of CuPy array operations: max, subtract and exp, sum, divide."""
-    import cupy as cp
-
-    e = cp.exp(x - x.max(axis=1, keepdims=True))
+    """The softmax composed of array operations (CuPy's on a GPU): max, subtract and exp, sum, divide."""
+    xp = _xp()
+    e = xp.exp(x - x.max(axis=1, keepdims=True))
     return e / e.sum(axis=1, keepdims=True)
 
 
 def torch_available() -> bool:
-    """True when torch imports and sees the GPU."""
+    """True when kernels run on a GPU and torch imports and sees it (torch is the GPU yardstick;
+    the CPU backend compares with the composed softmax instead)."""
+    if not on_gpu():
+        return False
     try:
         import torch
     except Exception:
@@ -670,10 +691,14 @@ def on_cupy_stream(fn: Callable[[], Any]) -> Callable[[], Any]:
     torch's current stream. By default both are the legacy default stream (handle 0), and work in
     one stream runs in order, so the events bracket torch's kernels exactly as they bracket ours:
     then ``fn`` is called as it is. If the two differ (someone made another stream current), the
-    call is made under torch.cuda.ExternalStream on CuPy's stream, so the same holds.
+    call is made under torch.cuda.ExternalStream on CuPy's stream, so the same holds. GPU only.
     """
-    import cupy as cp
+    from .backend import require_gpu
+
+    require_gpu("on_cupy_stream (torch on CuPy's CUDA stream)")
     import torch
+
+    cp = _xp()                                                          # cupy: a GPU is there
 
     def run() -> Any:
         ptr = cp.cuda.get_current_stream().ptr
@@ -685,8 +710,8 @@ def on_cupy_stream(fn: Callable[[], Any]) -> Callable[[], Any]:
 
 
 def library_softmax(x: Any) -> tuple[str, Callable[[], Any]]:
-    """(name, fn): torch.softmax on a zero-copy torch view of x when torch is there, else the
-    CuPy composition. ``fn()`` queues the work and returns the result."""
+    """(name, fn): torch.softmax on a zero-copy torch view of x when torch is there (on a GPU), else
+    the composed softmax of the array module. ``fn()`` queues the work and returns the result."""
     if torch_available():
         import torch
 
@@ -698,14 +723,14 @@ def library_softmax(x: Any) -> tuple[str, Callable[[], Any]]:
 def torch_on_all_masked_row() -> str:
     """What torch.softmax returns for a row of four -inf (text), or why it cannot say."""
     if not torch_available():
-        return "torch is not available here"
+        return "torch is not available here" if on_gpu() else "torch is compared on a GPU only"
     import torch
 
     row = torch.full((1, 4), float("-inf"), device="cuda")
     return str(torch.softmax(row, dim=1).cpu().numpy().tolist()[0])
 
 
-# ----------------------------------------------------------------------------- checking on the GPU
+# ----------------------------------------------------------------------------- checking large matrices
 
 def _row_steps(shape: tuple[int, ...], chunk_elements: int) -> tuple[int, int]:
     rows = int(shape[0])
@@ -714,43 +739,42 @@ def _row_steps(shape: tuple[int, ...], chunk_elements: int) -> tuple[int, int]:
 
 
 def reference_on_gpu(x: Any, out_dtype: Any = np.float32, chunk_elements: int = 2**24) -> Any:
-    """softmax_reference of a CuPy matrix, computed in float64 on the GPU a slice of rows at a
-    time (so the float64 temporaries stay small) and stored as ``out_dtype``."""
-    import cupy as cp
-
-    out = cp.empty(x.shape, dtype=out_dtype)
+    """softmax_reference of a device matrix, computed in float64 where the matrix is (on the GPU,
+    or in the CPU backend's memory) a slice of rows at a time (so the float64 temporaries stay
+    small) and stored as ``out_dtype``."""
+    xp = _xp()
+    out = xp.empty(x.shape, dtype=out_dtype)
     rows, step = _row_steps(x.shape, chunk_elements)
     for r in range(0, rows, step):
-        out[r:r + step] = softmax_reference(x[r:r + step], cp)
+        out[r:r + step] = softmax_reference(x[r:r + step], xp)
     return out
 
 
 def relative_error(y: Any, reference: Any, chunk_elements: int = 2**24) -> float:
-    """||y - ref|| / ||ref|| (2-norms over the whole matrix) in float64 on the GPU, a slice of
-    rows at a time; NaN anywhere in y makes it NaN."""
-    import cupy as cp
-
+    """||y - ref|| / ||ref|| (2-norms over the whole matrix) in float64 where the arrays are, a slice
+    of rows at a time; NaN anywhere in y makes it NaN."""
+    xp = _xp()
     num = den = 0.0
     rows, step = _row_steps(y.shape, chunk_elements)
     for r in range(0, rows, step):
-        a = y[r:r + step].astype(cp.float64)
-        b = reference[r:r + step].astype(cp.float64)
-        num += float(cp.sum((a - b) ** 2))
-        den += float(cp.sum(b * b))
+        a = y[r:r + step].astype(xp.float64)
+        b = reference[r:r + step].astype(xp.float64)
+        num += float(xp.sum((a - b) ** 2))
+        den += float(xp.sum(b * b))
     return math.sqrt(num) / math.sqrt(den) if den > 0 else math.sqrt(num)
 
 
 def check_on_gpu(run: Callable[[Any, Any], None], x: Any, reference: Any, tol: float) -> float:
-    """Run ``run(x, y)`` into a NaN-filled y and compare with a reference on the GPU.
+    """Run ``run(x, y)`` into a NaN-filled y and compare with a reference where the arrays are.
 
-    For matrices too large for a NumPy reference (use reference_on_gpu). Raises AssertionError
-    unless every element was written and the relative error is at most ``tol``; returns the error.
+    For matrices too large for a NumPy reference (use reference_on_gpu); on the CPU backend it
+    works the same on its arrays. Raises AssertionError unless every element was written and the
+    relative error is at most ``tol``; returns the error.
     """
-    import cupy as cp
-
-    y = cp.full(x.shape, cp.nan, dtype=x.dtype)
+    xp = _xp()
+    y = xp.full(x.shape, xp.nan, dtype=x.dtype)
     run(x, y)
-    unwritten = int(cp.count_nonzero(cp.isnan(y)))
+    unwritten = int(xp.count_nonzero(xp.isnan(y)))
     err = relative_error(y, reference)
     if unwritten or not err <= tol:
         raise AssertionError(f"wrong result: {unwritten} elements NaN or unwritten, relative error {err:.2e} "
@@ -791,8 +815,6 @@ def sweep_measure(copy_gbps: float, dtype: Any = np.float32, max_elements: int =
     length against the float64 reference (NaN-poisoned output, fresh random input), then times it
     on the full rows x cols matrix with kernels.benchmark: GB/s = min_bytes / time.
     """
-    import cupy as cp
-
     from .check import check, rand
     from .timing import benchmark, gbps
 
@@ -813,6 +835,7 @@ def sweep_measure(copy_gbps: float, dtype: Any = np.float32, max_elements: int =
     def measure(kernel: str, rows: int, cols: int) -> dict[str, Any]:
         if rows * cols > max_elements:
             raise ValueError(f"{rows} x {cols} is more than the sweep's {max_elements} elements")
+        cp = _xp()
         run = launcher(kernel, cols)
         x = cp.random.uniform(-1, 1, (rows, cols), dtype=cp.float32).astype(dtype)
         if run is None:
@@ -858,6 +881,11 @@ def shapes_chart(gbps_by_shape: Mapping[str, Mapping[str, float]], copy_gbps: fl
     ax.set_ylabel("GB/s (2 x matrix bytes / time)")
     ax.set_title(title, fontsize=10)
     ax.legend(fontsize=7, ncol=2, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    if not on_gpu():                                  # the speeds are CPU-backend timings: say so
+        from .timing import label_cpu_axes, note_cpu_timing
+
+        label_cpu_axes(ax)
+        note_cpu_timing()
     fig.tight_layout()
     return fig
 

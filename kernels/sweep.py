@@ -3,6 +3,9 @@ with two faces, a live panel that re-measures on the reader's GPU and a recorded
 
 Both faces go out in one MIME bundle: a notebook with a kernel renders the widget view, the website
 (which has no kernel) renders the ``text/html`` recorded explorer.
+
+A sweep whose measurements were timed on the CPU backend (no GPU) says so in its progress line,
+its explorer caption and its summary, and a cell that reads its records prints the CPU-timing note.
 """
 from __future__ import annotations
 
@@ -13,6 +16,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from . import timing
 from .explorer import Explorer, HtmlFragment, _clean, _esc
 
 __all__ = ["Sweep", "display_live", "live_panel"]
@@ -72,7 +76,19 @@ class Sweep:
         self.hlines = {**(hlines or {}), **(ceilings or {})}
         self.readout = list(readout)
         self.log_x, self.log_y = log_x, log_y
-        self.records: list[dict[str, Any]] = []
+        self.cpu_timed = False  # True once a measurement was timed on the CPU backend
+        self.records = []
+
+    @property
+    def records(self) -> list[dict[str, Any]]:
+        """The measured points; reading CPU-backend timings from them labels the cell."""
+        if self.cpu_timed:
+            timing.note_cpu_timing()
+        return self._records
+
+    @records.setter
+    def records(self, records: list[dict[str, Any]]) -> None:
+        self._records = records
 
     # --- measuring ---------------------------------------------------------------------------------
 
@@ -86,11 +102,15 @@ class Sweep:
         if self.measure is None:
             raise RuntimeError("this Sweep was loaded from JSON without a measure function")
         record = dict(point)
+        cpu_timings_before = timing.cpu_timings_made
         try:
             metrics = self.measure(**point)
         except Exception as error:  # noqa: BLE001 -- any failure is recorded, not raised
             record["note"] = _first_line(error)
             return record
+        finally:
+            if timing.cpu_timings_made != cpu_timings_before:
+                self.cpu_timed = True
         record.update({k: _clean(v) for k, v in dict(metrics).items()})
         if record.get(self.y) is None and "note" not in record:
             record["note"] = f"no {self.y} measured"
@@ -107,7 +127,8 @@ class Sweep:
             records.append(self.measure_point(point))
         failed = sum(1 for r in records if r.get(self.y) is None)
         self.device = _device_name()
-        show(f"[{len(todo)}/{len(todo)}] {self.title}: measured on {self.device or 'this machine'}"
+        where = f"the CPU backend ({timing.CPU_TIMING_LABEL})" if self.cpu_timed else self.device
+        show(f"[{len(todo)}/{len(todo)}] {self.title}: measured on {where or 'this machine'}"
              + (f"; {failed} point(s) without {self.y}" if failed else ""))
         self.records = records
         return records
@@ -115,15 +136,15 @@ class Sweep:
     def update(self, record: Mapping[str, Any]) -> None:
         """Replace the record measured at the same parameters (or add it)."""
         key = tuple(record.get(k) for k in self.params)
-        self.records = [r for r in self.records if tuple(r.get(k) for k in self.params) != key]
-        self.records.append(dict(record))
+        self.records = [r for r in self._records if tuple(r.get(k) for k in self.params) != key]
+        self._records.append(dict(record))
 
     # --- showing -----------------------------------------------------------------------------------
 
     def metric_fields(self) -> list[str]:
         """Fields the measure function returned, besides the parameters."""
         seen: dict[str, None] = {}
-        for r in self.records:
+        for r in self._records:
             for k in r:
                 if k not in self.params and k != "note":
                     seen[k] = None
@@ -134,23 +155,30 @@ class Sweep:
         controls = [p for p in self.params if p not in (self.x, self.series)]
         readout = self.readout or [m for m in self.metric_fields() if m != self.y]
         device = getattr(self, "device", None)
-        caption = (f"Recorded on {device}; run the notebook on a GPU to measure live." if device
-                   else "Recorded measurements; run the notebook on a GPU to measure live.")
-        return Explorer(self.records, x=self.x, y=self.y, controls=controls, series=self.series,
+        if self.cpu_timed:
+            caption = (f"Measured on the CPU backend ({timing.CPU_TIMING_LABEL}): the times say nothing "
+                       "about a GPU; run the notebook on a GPU to measure it.")
+        elif device:
+            caption = f"Recorded on {device}; run the notebook on a GPU to measure live."
+        else:
+            caption = "Recorded measurements; run the notebook on a GPU to measure live."
+        return Explorer(self._records, x=self.x, y=self.y, controls=controls, series=self.series,
                         title=self.title, log_x=self.log_x, log_y=self.log_y, hlines=self.hlines,
                         readout=readout, caption=caption)
 
     def summary(self) -> str:
         """The text/plain face: the best point and the failures, in one or two lines."""
-        good = [r for r in self.records if isinstance(r.get(self.y), (int, float))]
-        lines = [f"{self.title}: {len(self.records)} points"]
+        good = [r for r in self._records if isinstance(r.get(self.y), (int, float))]
+        lines = [f"{self.title}: {len(self._records)} points"]
         if good:
             best = max(good, key=lambda r: r[self.y])
             where = ", ".join(f"{k}={best[k]}" for k in self.params)
             lines.append(f"best {self.y} = {best[self.y]:g} at {where}")
-        failed = len(self.records) - len(good)
+        failed = len(self._records) - len(good)
         if failed:
             lines.append(f"{failed} point(s) without {self.y}")
+        if self.cpu_timed:
+            lines.append(timing.CPU_TIMING_LABEL)
         return "; ".join(lines)
 
     def table(self) -> HtmlFragment:
@@ -165,7 +193,7 @@ class Sweep:
 
     def show(self) -> None:
         """Display the figure: live panel + recorded explorer + text, as one output."""
-        if not self.records:
+        if not self._records:
             self.run()
         try:
             widget = live_panel(self)
@@ -180,7 +208,7 @@ class Sweep:
         text = json.dumps({
             "title": self.title, "params": self.params, "x": self.x, "y": self.y, "series": self.series,
             "hlines": self.hlines, "readout": self.readout, "log_x": self.log_x, "log_y": self.log_y,
-            "records": self.records,
+            "records": self._records,
         }, indent=1, default=_clean)
         if path is not None:
             Path(path).write_text(text)
@@ -252,8 +280,13 @@ def live_panel(sweep: Sweep) -> Any:
     gpu = _gpu_name()
     if gpu is None or sweep.measure is None:
         button.disabled = True
-        status.value = ("No GPU here: showing the recorded values. In Colab: Runtime > Change runtime type > GPU."
-                        if gpu is None else "Recorded values only (no measure function).")
+        if gpu is None and sweep.cpu_timed:
+            status.value = (f"No GPU here: these values were timed on the CPU backend ({timing.CPU_TIMING_LABEL}). "
+                            "In Colab: Runtime > Change runtime type > GPU.")
+        elif gpu is None:
+            status.value = "No GPU here: showing the recorded values. In Colab: Runtime > Change runtime type > GPU."
+        else:
+            status.value = "Recorded values only (no measure function)."
     else:
         status.value = f"GPU: {gpu}. Pick a point and measure it."
 
@@ -292,7 +325,7 @@ def _plot(sweep: Sweep, point: Mapping[str, Any]) -> None:
     from IPython.display import display
 
     fixed = {k: v for k, v in point.items() if k not in (sweep.x, sweep.series)}
-    rows = [r for r in sweep.records if all(r.get(k) == v for k, v in fixed.items())]
+    rows = [r for r in sweep._records if all(r.get(k) == v for k, v in fixed.items())]
     groups = sweep.params[sweep.series] if sweep.series else [None]
     fig, ax = plt.subplots(figsize=(6.5, 3.4))
     for group in groups:
@@ -315,6 +348,8 @@ def _plot(sweep: Sweep, point: Mapping[str, Any]) -> None:
     ax.set_xlabel(sweep.x)
     ax.set_ylabel(sweep.y)
     ax.set_title(", ".join(f"{k} = {v}" for k, v in fixed.items()), fontsize=9)
+    if sweep.cpu_timed:
+        timing.label_cpu_axes(ax)
     if sweep.series:
         ax.legend(fontsize=8)
     ax.grid(alpha=0.3)

@@ -6,9 +6,15 @@ so the time between two of them is the time the GPU spent on what was queued in 
 
 The statistics (`Timing`) and the measurement loop (`benchmark`) know nothing about CUDA: the loop
 talks to an `EventSource`, which the tests replace with a fake. `CupyEvents` is the real one.
+
+On the CPU backend (no GPU) `benchmark` times the call with the host clock instead, so that chapter
+cells still run; such a `Timing` has ``clock == CPU_BACKEND``, says so when printed, and every
+notebook cell that makes or uses one prints `CPU_TIMING_NOTE` once: a kernel's time on the CPU
+backend says nothing about its time on a GPU.
 """
 from __future__ import annotations
 
+import sys
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Protocol
@@ -24,6 +30,17 @@ _MIN_FLUSH_BYTES = 8 << 20
 LEAD_IN_US = 200
 SLEEP_SOURCE = "common/gpu_sleep.cu"
 
+# What measured a Timing (its ``clock``).
+CUDA_EVENTS = "CUDA events"
+HOST_CLOCK = "host clock"
+CPU_BACKEND = "CPU backend"
+# On the CPU backend the numbers mean nothing for a GPU, so a few repetitions are enough.
+CPU_MAX_WARMUP = 1
+CPU_MAX_REPEAT = 5
+CPU_TIMING_LABEL = "CPU backend: not a GPU measurement"
+CPU_TIMING_NOTE = ("[CPU backend] The times and speeds in this cell were measured on this computer's "
+                   "processor, not on a GPU: they say nothing about how fast a GPU runs these kernels.")
+
 
 @dataclass(frozen=True, eq=False)  # eq would compare arrays elementwise
 class Timing:
@@ -34,6 +51,7 @@ class Timing:
     """
 
     samples_ms: np.ndarray = field(repr=False)
+    clock: str = CUDA_EVENTS  # CUDA_EVENTS, HOST_CLOCK or CPU_BACKEND
 
     def __post_init__(self) -> None:
         samples = np.asarray(self.samples_ms, dtype=np.float64).reshape(-1)
@@ -44,11 +62,18 @@ class Timing:
         object.__setattr__(self, "samples_ms", samples)
 
     @property
+    def on_cpu_backend(self) -> bool:
+        """True for a host-clock timing of the CPU backend: no statement about any GPU."""
+        return self.clock == CPU_BACKEND
+
+    @property
     def n(self) -> int:
         return int(self.samples_ms.size)
 
     @property
     def median_ms(self) -> float:
+        if self.on_cpu_backend:
+            note_cpu_timing()
         return float(np.median(self.samples_ms))
 
     @property
@@ -79,10 +104,58 @@ class Timing:
         return self.median_ms * 1e-3
 
     def __str__(self) -> str:
-        return f"{_format_ms(self.median_ms)} ms (median of {self.n}, IQR {100 * self.iqr_rel:.1f} %)"
+        text = f"{_format_ms(self.median_ms)} ms (median of {self.n}, IQR {100 * self.iqr_rel:.1f} %)"
+        return f"{text} [{CPU_TIMING_LABEL}]" if self.on_cpu_backend else text
 
     def _repr_html_(self) -> str:
         return f"<code>{self}</code>"
+
+
+class _NoteOncePerCell:
+    """Prints CPU_TIMING_NOTE once per notebook cell (once per process outside IPython).
+
+    A cell that times a kernel on the CPU backend, or prints or plots such a time, must say that
+    the number is not a GPU measurement; once is enough, and once per cell keeps it next to the
+    number wherever the reader looks.
+    """
+
+    def __init__(self) -> None:
+        self.noted = False
+        self.hooked_shell: Any = None
+
+    def _reset(self, *_: Any) -> None:
+        self.noted = False
+
+    def __call__(self) -> None:
+        shell = _ipython()
+        if shell is not None and shell is not self.hooked_shell:
+            shell.events.register("pre_run_cell", self._reset)
+            self.hooked_shell = shell
+        if self.noted:
+            return
+        self.noted = True
+        print(CPU_TIMING_NOTE, file=sys.stdout, flush=True)
+
+
+def _ipython() -> Any:
+    """The running IPython shell, or None (plain Python, tests)."""
+    shell_module = sys.modules.get("IPython")
+    if shell_module is None:
+        return None
+    try:
+        return shell_module.get_ipython()
+    except Exception:  # noqa: BLE001 -- a half-imported IPython is no shell
+        return None
+
+
+note_cpu_timing = _NoteOncePerCell()
+cpu_timings_made = 0  # how many CPU-backend timings this process made (Sweep uses it to label itself)
+
+
+def label_cpu_axes(ax: Any) -> None:
+    """Write CPU_TIMING_LABEL across a matplotlib plot of CPU-backend timings."""
+    ax.text(0.5, 0.5, CPU_TIMING_LABEL, transform=ax.transAxes, ha="center", va="center",
+            fontsize=13, color="tab:red", alpha=0.35, rotation=20, gid="cpu-backend-label")
 
 
 def _format_ms(ms: float) -> str:
@@ -225,6 +298,8 @@ def benchmark(fn: Callable[[], Any], *, warmup: int = 3, repeat: int = 30, flush
               stream: Any = None, events: EventSource | None = None) -> Timing:
     """Time ``fn()`` (which queues GPU work) with CUDA events; returns per-repetition samples.
 
+    On the CPU backend it times ``fn()`` with the host clock instead (see `cpu_benchmark`).
+
     ``fn`` must queue its work on ``stream`` (the current stream when None): CuPy launches go to
     the current stream, and this function makes ``stream`` current while it runs. Before each
     start event the GPU sleeps for LEAD_IN_US microseconds, so Python's launch overhead is hidden
@@ -234,12 +309,42 @@ def benchmark(fn: Callable[[], Any], *, warmup: int = 3, repeat: int = 30, flush
     """
     if events is not None:
         return run_benchmark(fn, events, warmup=warmup, repeat=repeat, flush_l2=flush_l2)
-    from kernels.backend import require_gpu
+    from kernels.backend import backend_name, require_gpu
 
+    if backend_name() == "cpu":
+        if stream is None:
+            return cpu_benchmark(fn, warmup=warmup, repeat=repeat)
+        with stream:  # the CPU backend's streams are synchronous; fn may still ask for the current one
+            return cpu_benchmark(fn, warmup=warmup, repeat=repeat)
     require_gpu("benchmark()")
     source = CupyEvents(stream, flush=flush_l2)
     with source.stream:
         return run_benchmark(fn, source, warmup=warmup, repeat=repeat, flush_l2=flush_l2)
+
+
+def cpu_benchmark(fn: Callable[[], Any], *, warmup: int = 3, repeat: int = 30,
+                  clock: Callable[[], float] = time.perf_counter) -> Timing:
+    """`benchmark` on the CPU backend: host-clock time of ``fn()``, warm-up first, median reported.
+
+    CPU-backend launches have finished when they return, so the host clock measures the whole
+    call. At most CPU_MAX_WARMUP warm-up calls and CPU_MAX_REPEAT repetitions are made: the
+    result is labelled as a CPU timing and says nothing about a GPU, so more samples buy nothing.
+    """
+    global cpu_timings_made
+    if warmup < 0:
+        raise ValueError(f"warmup must be >= 0, got {warmup}")
+    if repeat < 1:
+        raise ValueError(f"repeat must be >= 1, got {repeat}")
+    note_cpu_timing()
+    for _ in range(min(warmup, CPU_MAX_WARMUP)):
+        fn()
+    samples = []
+    for _ in range(min(repeat, CPU_MAX_REPEAT)):
+        start = clock()
+        fn()
+        samples.append((clock() - start) * 1e3)
+    cpu_timings_made += 1
+    return Timing(np.array(samples), clock=CPU_BACKEND)
 
 
 def _device_synchronize() -> None:
@@ -258,13 +363,24 @@ def host_timer(fn: Callable[[], Any], sync: bool, *, warmup: int = 1, repeat: in
     ``sync=True`` the interval includes waiting for the GPU, so it is the real elapsed time (plus
     the launch and synchronisation overhead that CUDA events leave out). Before every repetition
     the GPU is drained (untimed), so both variants start from an idle GPU.
+
+    On the CPU backend, without a ``synchronize`` of its own, launches are synchronous (there is
+    nothing to wait for) and the result is labelled as a CPU-backend timing.
     """
+    global cpu_timings_made
     if repeat < 1:
         raise ValueError(f"repeat must be >= 1, got {repeat}")
+    label = HOST_CLOCK
     if synchronize is None:
-        from kernels.backend import require_gpu
+        from kernels.backend import backend_name, require_gpu
 
-        require_gpu("host_timer()")
+        if backend_name() == "cpu":
+            label = CPU_BACKEND
+            synchronize = _nothing_to_wait_for
+            note_cpu_timing()
+            cpu_timings_made += 1
+        else:
+            require_gpu("host_timer()")
     wait = synchronize if synchronize is not None else _device_synchronize
     for _ in range(warmup):
         fn()
@@ -277,4 +393,8 @@ def host_timer(fn: Callable[[], Any], sync: bool, *, warmup: int = 1, repeat: in
             wait()
         samples.append((clock() - start) * 1e3)
     wait()
-    return Timing(np.array(samples))
+    return Timing(np.array(samples), clock=label)
+
+
+def _nothing_to_wait_for() -> None:
+    """CPU-backend launches have finished when they return."""

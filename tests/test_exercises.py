@@ -205,3 +205,13 @@ def test_reference_matches_the_declared_outputs(exercise_id: str) -> None:
             for name, value in expected.items():
                 value = getattr(value, "value", value)
                 assert np.shape(value) == case.outputs[name][0], (case.name, name)
+
+
+def test_every_chapter_lists_each_of_its_exercises_with_a_colab_link():
+    for chapter in extool.chapters_with_exercises():
+        listing = extool.chapter_list(chapter)
+        for ex in EXERCISES.values():
+            if ex.chapter == chapter:
+                url = extool.colab_url(f"exercises/{chapter}/{ex.name}.ipynb")
+                assert f"[open in Colab]({url})" in listing, (chapter, ex.name)
+        assert listing.count("\n") + 1 == sum(ex.chapter == chapter for ex in EXERCISES.values())

@@ -27,7 +27,10 @@ CHAPTER = ROOT / "book" / "gemm.md"
 KERNEL_DIR = ROOT / "kernels" / "cuda" / "gemm"
 ARCHS = ["sm_75", "sm_90"]
 KERNEL_FILES = ["double_buffered.cu", "double_buffered_cp_async.cu", "im2col.cu", "register_tiled.cu",
-                "smem_tiled.cu", "split_k.cu", "vectorized.cu", "warp_tiled.cu", "wmma.cu", "wmma_cp_async.cu"]
+                "smem_tiled.cu", "split_k.cu", "vectorized.cu", "warp_pipelined.cu", "warp_tiled.cu", "wmma.cu",
+                "wmma_cp_async.cu", "wmma_pipelined.cu"]
+# Rungs added after the chapter's code cells were written; the chapter is to show them next.
+EMULATION = ROOT / "tests" / "emulation"
 HEADERS = ["cp_async.cuh", "gemm_common.cuh", "simt_tiles.cuh", "wmma_ptx.cuh", "wmma_tiles.cuh"]
 T4, H100 = GpuLimits.for_compute_capability("7.5"), GpuLimits.for_compute_capability("9.0")
 
@@ -117,6 +120,24 @@ def test_instructions_the_chapter_names():
     assert "wmma.load.a.sync.aligned.row.m16n16k16.shared.f16" in wmma
     wcp = _ptx("wmma_cp_async.cu", "gemm_wmma_cp_async<128, 256, 32, 64, 64, 4>")
     assert "cp.async.wait_group 2" in wcp
+    wp = _ptx("wmma_pipelined.cu", "gemm_wmma_pipelined<128, 256, 32, 64, 64, 4>")
+    assert "cp.async.wait_group 2" in wp and "wmma.store.d.sync.aligned.row.m16n16k16.global.f32" in wp
+    assert "wmma.load.c.sync.aligned.row.m16n16k16.global.f32" in wp
+    assert re.search(r"cp\.async\.cg\.shared\.global \[%r\d+\], \[%rd\d+\], 16;", wp)   # unchecked copies
+    pipe = _ptx("warp_pipelined.cu", "gemm_warp_pipelined<128, 128, 8, 32, 64, 8, 8, 2>", "compute_75")
+    assert "ld.shared.v4.f32" in pipe and "ld.global.nc.v4.f32" in pipe and "cp.async" not in pipe
+
+
+@needs_nvrtc
+def test_pipelined_kernels_stay_within_their_register_budgets():
+    """Rung 7b with BLOCKS = 2 fits two blocks of 256 threads per SM (128 registers, no spills);
+    the tensor-core kernel with 64 x 64 warp tiles needs no spills either (sm_90)."""
+    expr = "gemm_warp_pipelined<128, 128, 8, 32, 64, 8, 8, 2>"
+    report = compiled("warp_pipelined.cu", "sm_90", [expr]).resources[expr]
+    assert report.registers <= 128 and report.spill_store_bytes == 0
+    expr = "gemm_wmma_pipelined<128, 256, 32, 64, 64, 4>"
+    report = compiled("wmma_pipelined.cu", "sm_90", [expr]).resources[expr]
+    assert report.spill_store_bytes == 0 and report.stack_frame_bytes == 0
 
 
 # --------------------------------------------------------------------------- counts and tolerances
@@ -257,6 +278,16 @@ def test_configuration_rules():
     wcp = g.FAMILIES["wmma_cp_async"]
     assert wcp.problems(g.DEFAULTS["wmma_cp_async"], H100) == []
     assert wcp.problems(g.DEFAULTS["wmma_cp_async"], T4)
+    wp = g.FAMILIES["warp_pipelined"]
+    pp = g.DEFAULTS["warp_pipelined"]
+    assert wp.problems(pp, T4) == [] and wp.dynamic_smem(pp) == 2 * 4 * pp["BK"] * (pp["BM"] + 4 + pp["BN"])
+    assert any("32 thread tiles" in p for p in wp.problems({**pp, "WM": 32}, H100))
+    assert any("2 rows and 2 columns" in p for p in wp.problems({**pp, "WM": 8, "WN": 128, "TN": 4}, H100))
+    assert any("whole float4" in p for p in wp.problems({**pp, "BK": 4}, H100))
+    tp = g.FAMILIES["wmma_pipelined"]
+    assert tp.problems(g.DEFAULTS["wmma_pipelined"], H100) == [] and tp.problems(g.DEFAULTS["wmma_pipelined"], T4)
+    assert any("16-byte chunks" in p for p in tp.problems({"BM": 32, "BN": 32, "BK": 16, "WM": 16, "WN": 16,
+                                                          "STAGES": 3}, H100))
     assert g.FAMILIES["smem"].problems({"TILE": 64}, H100)                # 4096 threads
     assert g.FAMILIES["vec4"].problems({**g.DEFAULTS["vec4"], "LAYOUT": 2, "BM": 48, "TM": 4}, H100)
     assert db.problems({"BM": 128}, H100) == ["missing parameter(s) BN, BK, TM, TN"]
@@ -270,19 +301,24 @@ def test_every_default_is_valid_and_instantiated():
         expr = fam.expression(params)
         if expr:
             assert expr in name_expressions_in(source(fam.path)), expr
-    for cc, n in (("7.5", 8), ("9.0", 9)):
+    for key, params in g.FALLBACKS.items():
+        fam = g.FAMILIES[key]
+        assert fam.problems(params, GpuLimits.for_compute_capability("8.6")) == [], key
+        assert fam.expression(params) in name_expressions_in(source(fam.path)), key
+    for cc, n in (("7.5", 9), ("9.0", 10)):
         rungs = g.ladder(cc)
-        assert len(rungs) == n and rungs[0].family == "naive" and rungs[-1].family == "warp_tiled"
-    assert g.tensor_core_rung("7.5").family == "wmma" and g.tensor_core_rung("9.0").family == "wmma_cp_async"
+        assert len(rungs) == n and rungs[0].family == "naive" and rungs[-1].family == "warp_pipelined"
+    assert g.tensor_core_rung("7.5").family == "wmma" and g.tensor_core_rung("9.0").family == "wmma_pipelined"
 
 
 def test_expressions_and_labels():
     fam = g.FAMILIES["warp_tiled"]
-    assert fam.expression(g.DEFAULTS["warp_tiled"]) == "gemm_warp_tiled<128, 128, 16, 64, 32, 8, 8>"
+    assert fam.expression(g.DEFAULTS["warp_tiled"]) == "gemm_warp_tiled<128, 128, 8, 64, 32, 8, 8>"
     assert g.FAMILIES["naive"].expression({}) is None and g.FAMILIES["naive"].label({}) == "matmul_naive"
 
 
-@pytest.mark.parametrize("key", ["naive", "smem", "1d", "2d", "vec4", "double_buffered", "warp_tiled", "wmma"])
+@pytest.mark.parametrize("key", ["naive", "smem", "1d", "2d", "vec4", "double_buffered", "warp_tiled", "warp_pipelined",
+                                 "wmma", "wmma_pipelined"])
 def test_launch_geometry_covers_c(key):
     fam = g.FAMILIES[key]
     p = g.DEFAULTS[key]
@@ -372,12 +408,57 @@ def test_bank_conflicts_of_the_reads():
     assert g.distinct_words_per_k("warp", g.DEFAULTS["warp_tiled"]) == 64 + 32
 
 
+def test_defaults_fall_back_where_shared_memory_is_short():
+    l4 = GpuLimits.for_compute_capability("8.9")                 # 99 KB per block
+    assert g.default_params("wmma_pipelined", H100) == g.DEFAULTS["wmma_pipelined"]
+    assert g.default_params("wmma_pipelined", l4) == g.FALLBACKS["wmma_pipelined"]
+    assert g.default_params("cp_async", l4) == g.FALLBACKS["cp_async"]
+    assert g.default_params("warp_tiled", l4) == g.DEFAULTS["warp_tiled"]
+    for r in g.ladder("8.9") + [g.tensor_core_rung("8.9")]:
+        assert r.kernel_family.problems(r.params, l4) == [], r.label
+
+
+def test_lds128_return_model():
+    lanes = list(range(32))
+    assert g.lds128_return_cycles([4 * i for i in lanes]) == 4               # 32 different float4
+    assert g.lds128_return_cycles([4 * (i // 2) for i in lanes]) == 2        # l and l ^ 1 share
+    assert g.lds128_return_cycles([4 * (i % 2 + 2 * (i // 4)) for i in lanes]) == 2   # l and l ^ 2 share
+    assert g.lds128_return_cycles([0] * 32) == 2                             # a broadcast
+    assert g.lds128_return_cycles([4 * (i % 4) for i in lanes]) == 4         # l and l ^ 4 share: no packing
+    for LC in (2, 4, 8, 16):
+        cells = {g.paired_lane(lane, LC) for lane in range(32)}
+        assert cells == set(itertools.product(range(32 // LC), range(LC)))   # a bijection onto the grid
+
+
+@pytest.mark.parametrize("p", [g.DEFAULTS["warp_pipelined"],
+                               {"BM": 128, "BN": 256, "BK": 8, "WM": 64, "WN": 64, "TM": 8, "TN": 16, "BLOCKS": 1},
+                               {"BM": 256, "BN": 128, "BK": 16, "WM": 64, "WN": 64, "TM": 16, "TN": 8, "BLOCKS": 1},
+                               {"BM": 64, "BN": 64, "BK": 8, "WM": 32, "WN": 32, "TM": 4, "TN": 8, "BLOCKS": 2}])
+def test_paired_lanes_pack_every_fragment_read(p):
+    """Rung 7b: every LDS.128 of A and of B takes 2 clocks of the return path and has no bank
+    conflict; rung 7's lane order packs the reads of A but not those of B."""
+    warps = g.FAMILIES["warp_pipelined"].threads(p) // 32
+    for w in range(warps):
+        for k in (0, 3, p["BK"] - 1):
+            for q in range(p["TM"] // 4):
+                words = g.a_read_words("paired", p, 1, q, k, w)
+                assert g.lds128_return_cycles(words) == 2 and g.conflict_ways(words, 16) == 1
+            for q in range(p["TN"] // 4):
+                words = g.b_read_words("paired", p, q, k, w)
+                assert g.lds128_return_cycles(words) == 2 and g.conflict_ways(words, 16) == 1
+    rung7 = g.DEFAULTS["warp_tiled"]
+    assert g.lds128_return_cycles(g.a_read_words("warp", rung7, 2, 0, 1)) == 2
+    assert g.lds128_return_cycles(g.b_read_words("warp", rung7, 0, 1)) == 4
+
+
 @pytest.mark.parametrize("kind, p", [
     ("contiguous", {"BM": 128, "BN": 128, "TM": 8, "TN": 8}),
     ("split", {"BM": 128, "BN": 128, "TM": 8, "TN": 8}),
     ("split", {"BM": 64, "BN": 128, "TM": 4, "TN": 8}),
     ("warp", {"BM": 128, "BN": 128, "WM": 64, "WN": 32, "TM": 8, "TN": 8}),
     ("warp", {"BM": 128, "BN": 256, "WM": 64, "WN": 64, "TM": 8, "TN": 16}),
+    ("paired", {"BM": 128, "BN": 128, "WM": 32, "WN": 64, "TM": 8, "TN": 8}),
+    ("paired", {"BM": 256, "BN": 128, "WM": 64, "WN": 64, "TM": 16, "TN": 8}),
 ])
 def test_thread_tiles_cover_the_block_tile_once(kind, p):
     threads = (p["BM"] // p["TM"]) * (p["BN"] // p["TN"])
@@ -415,6 +496,70 @@ def test_simt_rungs_are_right_on_the_cpu_backend(monkeypatch, family, params):
     for M, N, K in ((1, 1, 1), (33, 65, 17), (130, 68, 64)):
         for alpha, beta in pairs:
             g.check_gemm(kernel, M, N, K, alpha=alpha, beta=beta)
+
+
+PIPELINED_CPU = [g.DEFAULTS["warp_pipelined"],
+                 {"BM": 64, "BN": 64, "BK": 8, "WM": 32, "WN": 32, "TM": 4, "TN": 8, "BLOCKS": 2},
+                 {"BM": 64, "BN": 64, "BK": 16, "WM": 32, "WN": 32, "TM": 4, "TN": 8, "BLOCKS": 2},
+                 {"BM": 64, "BN": 128, "BK": 8, "WM": 64, "WN": 32, "TM": 16, "TN": 4, "BLOCKS": 1}]
+
+
+@pytest.mark.parametrize("params", PIPELINED_CPU, ids=lambda p: "-".join(map(str, p.values())))
+def test_pipelined_rung_is_right_on_the_cpu_backend(monkeypatch, params):
+    """Rung 7b on the CPU backend: edge blocks (checked loads), interior blocks (unchecked loads,
+    pointer increments), K not a multiple of BK (a short first tile), odd and even step counts."""
+    pytest.importorskip("kernels.cpu")
+    monkeypatch.setenv("COURSE_BACKEND", "cpu")
+    kernel = g.GemmKernel("warp_pipelined", params, limits=H100)
+    for M, N, K in ((1, 1, 1), (33, 65, 17), (130, 68, 64), (128, 128, 20), (128, 256, 64), (64, 128, 44),
+                    (256, 128, 8)):
+        for alpha, beta in ((1.0, 0.0), (0.75, -0.5)):
+            g.check_gemm(kernel, M, N, K, alpha=alpha, beta=beta)
+
+
+def emulated_source(path: str) -> str:
+    """A kernel file with its gemm/ headers inlined, wmma_ptx.cuh and cp_async.cuh replaced by the CPU
+    stand-ins in tests/emulation/ (same rules, synchronous copies, a fixed fragment layout)."""
+    seen: set[str] = set()
+
+    def expand(rel: str) -> str:
+        lines = []
+        for line in source(rel).splitlines():
+            m = re.match(r'\s*#include "(gemm/[\w.]+)"', line)
+            if not m:
+                lines.append(line)
+            elif m.group(1) not in seen:
+                seen.add(m.group(1))
+                stand_in = EMULATION / m.group(1).split("/")[1]
+                lines.append(stand_in.read_text() if stand_in.is_file() else expand(m.group(1)))
+        return "\n".join(lines)
+
+    return expand(path)
+
+
+TENSOR_CPU = [("wmma_pipelined", g.DEFAULTS["wmma_pipelined"]), ("wmma_pipelined", g.FALLBACKS["wmma_pipelined"]),
+              ("wmma_pipelined", {"BM": 64, "BN": 64, "BK": 32, "WM": 32, "WN": 32, "STAGES": 3}),
+              ("wmma_pipelined", {"BM": 64, "BN": 128, "BK": 16, "WM": 32, "WN": 64, "STAGES": 2}),
+              ("wmma_pipelined", {"BM": 128, "BN": 128, "BK": 16, "WM": 64, "WN": 64, "STAGES": 6}),
+              ("wmma_cp_async", {"BM": 64, "BN": 64, "BK": 32, "WM": 32, "WN": 32, "STAGES": 3}),
+              ("wmma", {"BM": 64, "BN": 64, "BK": 32, "WM": 32, "WN": 32})]
+
+
+@pytest.mark.parametrize("family, params", TENSOR_CPU, ids=lambda v: v if isinstance(v, str) else "-".join(map(str, v.values())))
+def test_tensor_core_kernels_are_right_in_emulation(monkeypatch, family, params):
+    """The tensor-core kernels with their PTX replaced by CPU stand-ins (tests/emulation/): their
+    copies, pipeline, guards, k-shifted first tile and both epilogues (direct to global memory and
+    through the scratch tile), on the CPU backend, fp16 inputs, C poisoned with NaN, shared memory
+    poisoned with fp16 NaNs."""
+    import dataclasses
+
+    pytest.importorskip("kernels.cpu")
+    monkeypatch.setenv("COURSE_BACKEND", "cpu")
+    fam = dataclasses.replace(g.FAMILIES[family], path=emulated_source(g.FAMILIES[family].path))
+    kernel = g.GemmKernel(fam, params, limits=H100)
+    for M, N, K in ((1, 1, 1), (33, 65, 17), (130, 68, 64), (128, 128, 96), (136, 264, 72), (256, 256, 40)):
+        for alpha, beta in ((1.0, 0.0), (0.75, -0.5)):
+            g.check_gemm(kernel, M, N, K, alpha=alpha, beta=beta, dtype=np.float16)
 
 
 def test_split_k_is_right_on_the_cpu_backend(monkeypatch):

@@ -527,6 +527,30 @@ def test_pack_and_smem_sizes():
     assert sm.smem_bytes(9, np.float16) == 32
 
 
+def test_gpu_only_parts_say_so_on_the_cpu_backend(monkeypatch):
+    """On the CPU backend the occupancy question is refused with the reason, and the yardstick is
+    the composed softmax, not torch (which is compared on a GPU only)."""
+    import kernels
+
+    monkeypatch.setenv("COURSE_BACKEND", "cpu")
+    with pytest.raises(kernels.NoGPUError, match="blocks_per_sm.*needs a CUDA GPU"):
+        sm.Softmax(sm.Config("block_smem", 1024)).blocks_per_sm(4096, 32768)
+    with pytest.raises(kernels.NoGPUError):
+        sm.on_cupy_stream(lambda: None)
+    assert not sm.torch_available()
+    assert "GPU" in sm.torch_on_all_masked_row()
+    x = kernels.array_module().asarray(np.array([[0.0, 1.0], [2.0, 2.0]], dtype=np.float32))
+    name, fn = sm.library_softmax(x)
+    assert name == "cupy (composed)"
+    assert np.allclose(np.asarray(fn()), sm.softmax_reference(x), rtol=1e-6)
+
+
+def test_module_imports_no_cupy():
+    """kernels.softmax reaches CuPy only through the backend's array module."""
+    text = (ROOT / "kernels" / "softmax.py").read_text(encoding="utf-8")
+    assert not re.search(r"^\s*(import cupy|from cupy)", text, flags=re.M)
+
+
 # --------------------------------------------------------------------------- chapter and benchmark
 
 

@@ -102,3 +102,4 @@ def test_show_source_displays_a_cuda_markdown_block(cuda_dir: Path, monkeypatch:
 
 def test_include_options_point_at_the_cuda_dir(cuda_dir: Path):
     assert sources.include_options() == (f"--include-path={cuda_dir}",)
+

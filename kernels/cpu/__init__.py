@@ -4,7 +4,9 @@ The same source that CuPy compiles for a GPU is compiled here with g++ or clang+
 (``runtime/``): every CUDA thread is a fiber, barriers and warp collectives switch between them, and
 every launch runs in a child process so that out-of-bounds accesses, deadlocks, endless loops and
 crashes come back as a ``KernelFault`` naming the kernel, block, thread and line. Results are those
-of the CUDA semantics; timings are not those of any GPU.
+of the CUDA semantics; timings are not those of any GPU. A second, traced build of a source records
+every memory access of a launch (``trace``, ``runtime/src/trace.cpp``); ``kernels.traffic`` turns
+that into the traffic a GPU would see.
 
 Public names: ``RawKernel``, ``RawModule`` (drop-ins for CuPy's), ``xp`` (the array module),
 ``KernelFault`` and its subclasses, ``set_time_limit``/``time_limit``, ``CompileError``,

@@ -29,7 +29,9 @@ from . import abi, source, toolchain
 
 CACHE_VERSION = "1"
 MIN_STD = 17
-COMMON_FLAGS = ("-O2", "-g", "-fPIC", "-fno-strict-aliasing", "-fwrapv", "-fno-math-errno",
+# -gdwarf-4: binutils' addr2line maps some of GCC 12's DWARF 5 line tables (a reader's source after
+# #line) to the build's own file, so a fault would name kernel_unit.cpp instead of the reader's line.
+COMMON_FLAGS = ("-O2", "-g", "-gdwarf-4", "-fPIC", "-fno-strict-aliasing", "-fwrapv", "-fno-math-errno",
                 "-fno-omit-frame-pointer", "-fdiagnostics-color=never", "-fmessage-length=0")
 KERNEL_COMPILE_FLAGS = ("-fno-weak", "-fno-exceptions", "-fno-rtti", "-fno-semantic-interposition",
                         "-fstack-clash-protection", "-fsanitize=alignment", "-fno-sanitize-recover=alignment")

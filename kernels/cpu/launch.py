@@ -117,9 +117,9 @@ def _place_pointers(args: list[_Arg]) -> list[tuple[memory.GuardedBuffer, int, i
         owner = memory.owner(arr)
         address = memory.data_address(arr)
         if isinstance(owner, memory.GuardedBuffer):
-            a.memory = memory.ArgumentMemory(address=address, buffer=owner)
+            a.memory = memory.ArgumentMemory(address=address, buffer=owner, allocation=owner.data_address)
         elif _global_owner(address, arr.nbytes) is not None:
-            a.memory = memory.ArgumentMemory(address=address, buffer=None)
+            a.memory = memory.ArgumentMemory(address=address, buffer=None, allocation=address)
         else:
             foreign.append(a)
     copies = []
@@ -138,7 +138,11 @@ def _place_pointers(args: list[_Arg]) -> list[tuple[memory.GuardedBuffer, int, i
             ctypes.memmove(buf.data_address, lo, hi - lo)
         writable = all(s[2].value.flags.writeable for s in group)
         for start, _end, a in group:
-            a.memory = memory.ArgumentMemory(address=buf.data_address + (start - lo), buffer=buf)
+            root = memory.owner(a.value)
+            root_start = memory.data_address(root) if isinstance(root, np.ndarray) else start
+            address = buf.data_address + (start - lo)
+            # a view keeps its offset from the start of the array it views (the traffic analysis needs it)
+            a.memory = memory.ArgumentMemory(address=address, buffer=buf, allocation=address - (start - root_start))
         copies.append((buf, lo, hi - lo, writable))
         group.clear()
 
@@ -213,7 +217,9 @@ def run(module: CompiledModule, entry: str, kernel: str, grid: tuple[int, int, i
         storage, pointers = _pack_arguments(kernel, described, sizes)
         spec = _spec(module, entry, grid, block, shared_mem, pointers, limit, s)
         if trace is not None:
-            trace.prepare(module.layout.base, _argument_ranges(described) + trace.library_ranges)
+            parameters = [TracedRange("parameters", abi.SPACE_PARAM, a, a + ctypes.sizeof(o))
+                          for o in (storage, pointers) for a in [ctypes.addressof(o)]]
+            trace.prepare(module.layout.base, _argument_ranges(described) + trace.library_ranges + parameters)
             spec.trace = trace.address
         finished, wstatus = _run_child(kernel, spec, limit, s)
         del storage  # the argument values had to live until the child was gone
@@ -237,7 +243,7 @@ def _argument_ranges(args: list[_Arg]) -> list[TracedRange]:
     for i, a in enumerate(args):
         if a.memory is not None and isinstance(a.value, np.ndarray) and a.value.nbytes:
             ranges.append(TracedRange(a.name, abi.SPACE_GLOBAL, a.memory.address, a.memory.address + a.value.nbytes,
-                                      a.value.dtype.itemsize or 1, i))
+                                      a.value.dtype.itemsize or 1, i, a.memory.allocation or a.memory.address))
     return ranges
 
 

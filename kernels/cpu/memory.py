@@ -136,6 +136,7 @@ class ArgumentMemory:
     buffer: GuardedBuffer | None  # its guarded mapping (None: a kernel library's global)
     copy_back: tuple[int, int] | None = None  # (host address, nbytes) of a foreign array to update
     host: np.ndarray | None = None
+    allocation: int = 0  # where the array's whole allocation would start, as the kernel sees addresses
 
 
 def data_address(array: np.ndarray) -> int:

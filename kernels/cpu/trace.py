@@ -8,7 +8,10 @@ analysis of what was recorded lives in ``kernels.traffic``.
 from __future__ import annotations
 
 import mmap
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
+from typing import Any, Callable, Iterator
 
 import numpy as np
 
@@ -27,6 +30,11 @@ class TracedRange:
     hi: int
     itemsize: int = 1
     argument: int = -1  # index of the kernel argument, -1 for a variable of the kernel library
+    base: int = 0  # start of the allocation it belongs to (on a GPU: a multiple of 256); 0 means lo
+
+    @property
+    def allocation(self) -> int:
+        return self.base or self.lo
 
 
 @dataclass
@@ -59,7 +67,7 @@ class TraceBuffer:
 
     @property
     def count(self) -> int:
-        """Accesses the launch made (may exceed the capacity: see ``truncated``)."""
+        """Accesses recorded, plus one when the buffer overflowed (the launch then stops there)."""
         return int(self.header.count)
 
     @property
@@ -83,3 +91,22 @@ class TraceBuffer:
     def close(self) -> None:
         del self.header
         self._map.close()
+
+
+# A capture makes every CPU-backend launch in its context go to a handler instead (kernels.traffic
+# records them, running the traced build); raw.RawKernel.launch_converted asks for it.
+_capture: ContextVar[Callable[..., Any] | None] = ContextVar("kernels_cpu_capture", default=None)
+
+
+@contextmanager
+def capturing(handler: Callable[..., Any] | None) -> Iterator[None]:
+    """Send launches to ``handler(raw_kernel, grid, block, args, shared_mem, time_limit)`` (None: launch normally)."""
+    token = _capture.set(handler)
+    try:
+        yield
+    finally:
+        _capture.reset(token)
+
+
+def capture_handler() -> Callable[..., Any] | None:
+    return _capture.get()

@@ -59,6 +59,15 @@ class ndarray(_np.ndarray):
     def __repr__(self) -> str:
         return repr(_np.asarray(self))
 
+    @property
+    def data(self) -> MemoryPointer:  # type: ignore[override]
+        """Where the array starts, as CuPy gives it: ``x.data.ptr`` (e.g. to check an alignment)."""
+        return MemoryPointer(_memory.data_address(self), self.nbytes, self)
+
+    @property
+    def device(self) -> "_CudaNamespace.Device":
+        return cuda.Device(0)
+
     # CuPy gives 0-d arrays, not NumPy scalars, for an element (x[0]) or a reduction (x.sum()):
     # keep that, so that x[0].get() and x.sum().get() work here too.
     def __getitem__(self, key: _Any) -> _Any:
@@ -72,10 +81,6 @@ class ndarray(_np.ndarray):
 
 def _zero_d(value: _np.generic) -> "ndarray":
     return _np.asarray(value).view(ndarray)
-
-    @property
-    def device(self) -> "cuda.Device":
-        return cuda.Device(0)
 
 
 def _wrap(a: _np.ndarray) -> ndarray:
@@ -219,8 +224,31 @@ class _RandomModule:
 random = _RandomModule()
 
 
+class _Runtime:
+    """cupy.cuda.runtime, as far as chapters touch it: the copy kinds and a copy between addresses.
+
+    On the CPU backend host and device memory are the same memory, so every kind of copy is one
+    memmove, finished when the call returns (asynchronous copies included).
+    """
+
+    memcpyHostToHost, memcpyHostToDevice, memcpyDeviceToHost, memcpyDeviceToDevice, memcpyDefault = range(5)
+
+    @staticmethod
+    def memcpy(dst: int, src: int, size: int, kind: int) -> None:
+        import ctypes
+
+        ctypes.memmove(int(dst), int(src), int(size))
+
+    @classmethod
+    def memcpyAsync(cls, dst: int, src: int, size: int, kind: int, stream: int = 0) -> None:
+        cls.memcpy(dst, src, size, kind)
+
+
 class _CudaNamespace:
     """cupy.cuda, as far as chapters touch it: a device and streams that are always synchronous."""
+
+    runtime = _Runtime()
+    _current: list["_CudaNamespace.Stream"] = []  # streams entered with `with stream:`, innermost last
 
     class Device:
         def __init__(self, device: int = 0):
@@ -252,10 +280,12 @@ class _CudaNamespace:
             return self
 
         def __enter__(self) -> "_CudaNamespace.Stream":
+            _CudaNamespace._current.append(self)
             return self
 
         def __exit__(self, *exc: object) -> None:
-            pass
+            if _CudaNamespace._current and _CudaNamespace._current[-1] is self:
+                _CudaNamespace._current.pop()
 
         def record(self, event: "_CudaNamespace.Event | None" = None) -> "_CudaNamespace.Event":
             event = event or _CudaNamespace.Event()
@@ -280,7 +310,8 @@ class _CudaNamespace:
 
     @staticmethod
     def get_current_stream() -> "_CudaNamespace.Stream":
-        return _CudaNamespace.Stream()
+        """The innermost stream entered with ``with``, else the null stream (as in CuPy)."""
+        return _CudaNamespace._current[-1] if _CudaNamespace._current else _CudaNamespace.Stream.null
 
     @staticmethod
     def get_elapsed_time(start: "_CudaNamespace.Event", end: "_CudaNamespace.Event") -> float:
@@ -291,6 +322,7 @@ class _CudaNamespace:
                          "cells on a GPU (in Colab: Runtime > Change runtime type > T4 GPU).")
 
 
+_CudaNamespace.Stream.null = _CudaNamespace.Stream(null=True)
 cuda = _CudaNamespace()
 
 

@@ -88,6 +88,9 @@ def tests_for(ex: Exercise, report: Report, *, hidden_visibility: str = "after_d
 
 def results_json(ex: Exercise, report: Report, seconds: float, **options: Any) -> dict[str, Any]:
     tests = tests_for(ex, report, **options)
+    if report.feedback:
+        tests.append(Test("memory traffic (feedback, not graded)", 0.0, 0.0,
+                          "\n".join(report.feedback), "visible"))
     score = sum(t.score for t in tests)
     summary = f"{ex.title}: {V.message(report.verdict)}"
     if report.device:

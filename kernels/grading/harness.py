@@ -388,6 +388,10 @@ def run_cases(ex: Exercise, cases: list[Case], code: str, runtime: Any, *, probe
     """Compile ``code`` and run every case; StageError if the kernel cannot be compiled or launched."""
     macros = launch_macros(code, ex)
     loaded = load_kernels(code, ex, runtime)
+    for probe in race.probes():  # probes that keep state per submission start afresh
+        begin = getattr(probe, "begin", None)
+        if begin is not None:
+            begin(code)
     barrier_hint = not runtime.is_gpu and "__shared__" in code
     results: list[CaseResult] = []
     usable = True

@@ -9,10 +9,10 @@ where ``fill`` chooses what the guard bands around every array hold) and returns
   mean the kernel reads memory outside its arrays.
 
 On a GPU a race shows up only when the schedule happens to expose it; on the CPU backend, whose
-threads switch only at barriers, a missing barrier usually gives a wrong result on every run (the
-case's verdict is then ``wrong_result``). A schedule-exploring race detector for the CPU backend is
-planned: it plugs in here as another probe with ``register_probe``, and its findings become ``race``
-verdicts with no change to the harness.
+threads switch only at barriers, a missing barrier usually gives a wrong result on every run. There
+the CPU backend's race detector (``kernels.traffic.probe``, registered below with
+``register_probe``) reruns the case with every memory access recorded and turns a race between two
+threads of a block into a ``race`` verdict that names both lines and both threads.
 """
 from __future__ import annotations
 
@@ -34,6 +34,8 @@ class Finding:
 
 
 class Probe(Protocol):
+    """A probe; it may also have ``begin(code)``, which the harness calls before a submission's cases."""
+
     name: str
 
     def applies(self, deterministic: bool) -> bool: ...
@@ -107,3 +109,12 @@ def register_probe(probe: Probe, *, first: bool = False) -> None:
 
 def unregister_probe(name: str) -> None:
     _PROBES[:] = [p for p in _PROBES if p.name != name]
+
+
+def _install_cpu_race_detector() -> None:
+    from kernels.traffic.probe import install
+
+    install()
+
+
+_install_cpu_race_detector()

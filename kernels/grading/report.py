@@ -33,6 +33,7 @@ class Report:
     measured: list[MeasuredRow] = field(default_factory=list)
     measure_note: str = ""
     notes: list[str] = field(default_factory=list)
+    feedback: list[str] = field(default_factory=list)  # memory-traffic hints (kernels.traffic.feedback), not graded
     show_expected: bool = False  # the grader may show expected answers; the student check does not
 
     # ---------------------------------------------------------------------------------- verdicts
@@ -92,7 +93,7 @@ class Report:
                 "perf": self.perf.to_dict() if self.perf else None,
                 "answers": [a.to_dict() for a in self.answers],
                 "measured": [m.to_dict() for m in self.measured], "measure_note": self.measure_note,
-                "notes": self.notes, "verdict": self.verdict}
+                "notes": self.notes, "feedback": self.feedback, "verdict": self.verdict}
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "Report":
@@ -102,7 +103,7 @@ class Report:
                    PerfResult.from_dict(d["perf"]) if d.get("perf") else None,
                    [Answer.from_dict(a) for a in d.get("answers", [])],
                    [MeasuredRow(**m) for m in d.get("measured", [])], d.get("measure_note", ""),
-                   list(d.get("notes", [])))
+                   list(d.get("notes", [])), list(d.get("feedback", [])))
 
     # ---------------------------------------------------------------------------------- text
     def __str__(self) -> str:
@@ -129,6 +130,9 @@ class Report:
         if self.measure_note:
             lines.append(f"  {self.measure_note}")
         lines += [f"  note: {n}" for n in self.notes]
+        if self.feedback:
+            lines.append("  memory traffic (not graded; recorded on the CPU backend):")
+            lines += [f"    {f}" for f in self.feedback]
         return "\n".join(lines)
 
     def _repr_html_(self) -> str:
@@ -181,6 +185,10 @@ class Report:
             parts.append(f"<p style='color:gray'>{esc(self.measure_note)}</p>")
         for n in self.notes:
             parts.append(f"<p style='font-size:smaller'>{esc(n)}</p>")
+        if self.feedback:
+            items = "".join(f"<li>{esc(f)}</li>" for f in self.feedback)
+            parts.append("<p style='font-size:smaller'><b>Memory traffic</b> (not graded; recorded on the CPU "
+                         f"backend, as Nsight Compute would count it):</p><ul style='font-size:smaller'>{items}</ul>")
         return "\n".join(parts)
 
 

@@ -78,6 +78,10 @@ def evaluate(ex: Exercise, *, kernel: str | None = None, prediction: dict[str, A
     except StageError as exc:
         report.stage_verdict, report.stage_message = exc.verdict, exc.message
         return report
+    if any(c.verdict not in (V.CRASH, V.TIMEOUT, V.MEMORY_LIMIT, V.ENVIRONMENT) for c in report.cases):
+        from kernels.traffic.feedback import traffic_hints
+
+        report.feedback = traffic_hints(ex, kernel, cases)
     if ex.perf is not None and perf:
         if not runtime.is_gpu:
             report.perf = not_measured(ex)

@@ -40,7 +40,20 @@ SWEEP_CONFIGS = {
     "wmma_cp_async": [g.DEFAULTS["wmma_cp_async"], {"BM": 128, "BN": 128, "BK": 32, "WM": 64, "WN": 32, "STAGES": 2},
                       {"BM": 64, "BN": 64, "BK": 32, "WM": 32, "WN": 32, "STAGES": 4},
                       {"BM": 256, "BN": 128, "BK": 32, "WM": 64, "WN": 64, "STAGES": 4}],
+    "warp_pipelined": [g.DEFAULTS["warp_pipelined"],
+                       {"BM": 128, "BN": 128, "BK": 8, "WM": 64, "WN": 32, "TM": 8, "TN": 8, "BLOCKS": 2},
+                       {"BM": 128, "BN": 128, "BK": 16, "WM": 32, "WN": 64, "TM": 8, "TN": 8, "BLOCKS": 1},
+                       {"BM": 128, "BN": 256, "BK": 8, "WM": 64, "WN": 64, "TM": 8, "TN": 16, "BLOCKS": 1},
+                       {"BM": 256, "BN": 128, "BK": 16, "WM": 64, "WN": 64, "TM": 16, "TN": 8, "BLOCKS": 1},
+                       {"BM": 64, "BN": 64, "BK": 8, "WM": 32, "WN": 32, "TM": 4, "TN": 8, "BLOCKS": 2}],
+    "wmma_pipelined": [g.DEFAULTS["wmma_pipelined"], g.FALLBACKS["wmma_pipelined"],
+                       {"BM": 128, "BN": 128, "BK": 64, "WM": 64, "WN": 64, "STAGES": 3},
+                       {"BM": 256, "BN": 128, "BK": 32, "WM": 64, "WN": 64, "STAGES": 4},
+                       {"BM": 64, "BN": 128, "BK": 16, "WM": 32, "WN": 64, "STAGES": 2},
+                       {"BM": 128, "BN": 128, "BK": 16, "WM": 64, "WN": 64, "STAGES": 6}],
 }
+# Shapes with interior blocks for every tile above (the unchecked paths) and K % BK != 0.
+INTERIOR_SHAPES = [(520, 528, 200), (512, 512, 64), (1024, 512, 1000)]
 
 
 def _skip_if_unsupported(k, family: str) -> None:
@@ -53,7 +66,7 @@ def _dtype(family: str):
     return np.float16 if g.FAMILIES[family].input_dtype == "float16" else np.float32
 
 
-@pytest.mark.parametrize("rung", range(9))
+@pytest.mark.parametrize("rung", range(10))
 def test_ladder_rungs(k, rung):
     rungs = g.ladder(k.device_info().compute_capability)
     if rung >= len(rungs):
@@ -83,19 +96,20 @@ def test_configurations(k, family, index):
     if problems:
         pytest.skip("; ".join(problems))
     kernel = g.GemmKernel(family, params, limits=limits)
-    for M, N, K in SHAPES[:-2] + [(520, 264, 200)]:
+    for M, N, K in SHAPES[:-2] + [(520, 264, 200)] + INTERIOR_SHAPES:
         for alpha, beta in ALPHA_BETA[:2]:
             g.check_gemm(kernel, M, N, K, alpha=alpha, beta=beta, dtype=_dtype(family))
 
 
-@pytest.mark.parametrize("family", ["vec4", "double_buffered", "warp_tiled", "wmma", "cp_async", "wmma_cp_async"])
+@pytest.mark.parametrize("family", ["vec4", "double_buffered", "warp_tiled", "warp_pipelined", "wmma", "cp_async",
+                                    "wmma_cp_async", "wmma_pipelined"])
 def test_misaligned_operands_take_the_scalar_path(k, family):
     """A, B and C that start 4 (or 2) bytes into an allocation: the kernels must notice and avoid
     16-byte accesses, even though K and N are multiples of 8."""
     import cupy as cp
 
     _skip_if_unsupported(k, family)
-    params = g.DEFAULTS["conflict_free" if family == "vec4" else family]
+    params = g.default_params("conflict_free" if family == "vec4" else family, k.GpuLimits.from_device())
     kernel = g.GemmKernel(family, params)
     dtype = _dtype(family)
     M, N, K = 136, 264, 72

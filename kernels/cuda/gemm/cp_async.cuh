@@ -36,3 +36,17 @@ __device__ __forceinline__ void cp_async_wait()
 {
     asm volatile("cp.async.wait_group %0;" :: "n"(N) : "memory");
 }
+
+// The same 16-byte copy with the destination as a shared-memory address (a kernel that keeps its
+// addresses as 32-bit integers adds compile-time offsets to them) and no zero fill: src must lie
+// wholly inside the matrix.
+__device__ __forceinline__ void cp_async16_at(unsigned dst, const void* src)
+{
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" :: "r"(dst), "l"(src) : "memory");
+}
+
+// ... and with zero fill: `bytes` (0 or 16) of src are copied, the rest of the 16 bytes is zero.
+__device__ __forceinline__ void cp_async16_at(unsigned dst, const void* src, int bytes)
+{
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" :: "r"(dst), "l"(src), "r"(bytes) : "memory");
+}

@@ -13,6 +13,7 @@
 //
 // name_expressions: gemm_double_buffered<128, 128, 8, 8, 8>, gemm_double_buffered<128, 128, 16, 8, 8>
 // name_expressions: gemm_double_buffered<64, 64, 16, 4, 4>, gemm_double_buffered<128, 64, 16, 8, 4>
+// name_expressions: gemm_double_buffered<128, 256, 8, 8, 8>
 #include "gemm/simt_tiles.cuh"
 
 template <int BM, int BN, int BK, int TM, int TN>

@@ -26,6 +26,7 @@
 //
 // name_expressions: gemm_cp_async<128, 128, 8, 8, 8, 2>, gemm_cp_async<128, 128, 16, 8, 8, 3>
 // name_expressions: gemm_cp_async<128, 128, 16, 8, 8, 4>, gemm_cp_async<64, 64, 16, 4, 4, 3>
+// name_expressions: gemm_cp_async<128, 256, 32, 8, 8, 3>
 #include "gemm/simt_tiles.cuh"
 #include "gemm/cp_async.cuh"
 

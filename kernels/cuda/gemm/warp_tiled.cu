@@ -17,6 +17,7 @@
 //
 // name_expressions: gemm_warp_tiled<128, 128, 8, 32, 64, 8, 8>, gemm_warp_tiled<128, 128, 16, 64, 32, 8, 8>
 // name_expressions: gemm_warp_tiled<128, 256, 16, 64, 64, 8, 16>, gemm_warp_tiled<64, 64, 16, 32, 32, 4, 8>
+// name_expressions: gemm_warp_tiled<128, 128, 8, 64, 32, 8, 8>
 #include "gemm/simt_tiles.cuh"
 
 template <int BM, int BN, int BK, int WM, int WN, int TM, int TN>

@@ -75,3 +75,43 @@ __device__ __forceinline__ void frag_store_c(float* p, const FragC& c, int ld)
                  :: "r"(shared_address(p)), "f"(c.x[0]), "f"(c.x[1]), "f"(c.x[2]), "f"(c.x[3]),
                     "f"(c.x[4]), "f"(c.x[5]), "f"(c.x[6]), "f"(c.x[7]), "r"(ld) : "memory");
 }
+
+// The same loads with the tile given as a shared-memory address (see shared_address): a kernel
+// that keeps one base address per warp reaches every fragment with a compile-time offset.
+__device__ __forceinline__ void frag_load_a_at(FragA& a, unsigned addr, int ld)
+{
+    asm volatile("wmma.load.a.sync.aligned.row.m16n16k16.shared.f16 "
+                 "{%0, %1, %2, %3, %4, %5, %6, %7}, [%8], %9;"
+                 : "=r"(a.x[0]), "=r"(a.x[1]), "=r"(a.x[2]), "=r"(a.x[3]),
+                   "=r"(a.x[4]), "=r"(a.x[5]), "=r"(a.x[6]), "=r"(a.x[7])
+                 : "r"(addr), "r"(ld) : "memory");
+}
+
+__device__ __forceinline__ void frag_load_b_at(FragB& b, unsigned addr, int ld)
+{
+    asm volatile("wmma.load.b.sync.aligned.row.m16n16k16.shared.f16 "
+                 "{%0, %1, %2, %3, %4, %5, %6, %7}, [%8], %9;"
+                 : "=r"(b.x[0]), "=r"(b.x[1]), "=r"(b.x[2]), "=r"(b.x[3]),
+                   "=r"(b.x[4]), "=r"(b.x[5]), "=r"(b.x[6]), "=r"(b.x[7])
+                 : "r"(addr), "r"(ld) : "memory");
+}
+
+// A row-major 16 x 16 fp32 tile of global memory (32-byte aligned, ld a multiple of 4) as an
+// accumulator, and an accumulator stored to one. Accumulator fragments of the same shape share
+// their element mapping, so alpha * acc + beta * c may be computed element by element.
+__device__ __forceinline__ void frag_load_c_global(FragC& c, const float* p, int ld)
+{
+    asm volatile("wmma.load.c.sync.aligned.row.m16n16k16.global.f32 "
+                 "{%0, %1, %2, %3, %4, %5, %6, %7}, [%8], %9;"
+                 : "=f"(c.x[0]), "=f"(c.x[1]), "=f"(c.x[2]), "=f"(c.x[3]),
+                   "=f"(c.x[4]), "=f"(c.x[5]), "=f"(c.x[6]), "=f"(c.x[7])
+                 : "l"(p), "r"(ld) : "memory");
+}
+
+__device__ __forceinline__ void frag_store_c_global(float* p, const FragC& c, int ld)
+{
+    asm volatile("wmma.store.d.sync.aligned.row.m16n16k16.global.f32 "
+                 "[%0], {%1, %2, %3, %4, %5, %6, %7, %8}, %9;"
+                 :: "l"(p), "f"(c.x[0]), "f"(c.x[1]), "f"(c.x[2]), "f"(c.x[3]),
+                    "f"(c.x[4]), "f"(c.x[5]), "f"(c.x[6]), "f"(c.x[7]), "r"(ld) : "memory");
+}

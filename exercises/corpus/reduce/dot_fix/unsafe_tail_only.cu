@@ -1,4 +1,5 @@
 // expect: race | wrong_result
+// expect-cpu: race
 // why: the accumulator and the loop are fixed, but the last warp still reduces without __syncwarp()
 extern "C" __global__ void dot_partials(const float* x, const float* y, int n, float* partial)
 {

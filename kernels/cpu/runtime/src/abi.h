@@ -78,7 +78,8 @@ typedef struct cudacpu_object_info {
  * -fsanitize=thread but linked without the sanitizer's library: every load and store of the kernel
  * calls one of the __tsan_* hooks that the runtime defines (trace.cpp), and the hook appends a
  * record here when the address lies in shared memory or in one of the ranges below. */
-enum cudacpu_space { CUDACPU_SPACE_GLOBAL = 0, CUDACPU_SPACE_SHARED = 1, CUDACPU_SPACE_CONSTANT = 2 };
+enum cudacpu_space { CUDACPU_SPACE_GLOBAL = 0, CUDACPU_SPACE_SHARED = 1, CUDACPU_SPACE_CONSTANT = 2,
+                     CUDACPU_SPACE_PARAM = 3 /* the launch's argument values: not recorded */ };
 enum cudacpu_access_flags { CUDACPU_ACCESS_WRITE = 1, CUDACPU_ACCESS_ATOMIC = 2 };
 
 typedef struct cudacpu_trace_record {

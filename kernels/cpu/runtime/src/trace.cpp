@@ -48,10 +48,13 @@ __attribute__((noinline)) void trace_access(const void *p, uint32_t size, uint32
             return;
         }
         space = T->range_space[i];
+        if (space == CUDACPU_SPACE_PARAM) return;   // each thread reading its arguments
         range = (uint8_t)i;
     }
     const uint64_t i = T->count++;
-    if (i >= T->capacity) return;                   // full: Python reports the launch as too large
+    if (i >= T->capacity)                           // full: stop here, Python reports the launch as too large
+        fault(CUDACPU_FAULT_INTERNAL, t, "", 0, "the memory-access trace is full (%llu accesses)",
+              (unsigned long long)T->capacity);
     cudacpu_trace_record &r = trace_records(T)[i];
     r.addr = a;
     r.pc = (uint32_t)((uintptr_t)ret - T->pc_base);

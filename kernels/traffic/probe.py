@@ -1,0 +1,70 @@
+"""The grader's race probe for the CPU backend: rerun a case with every access recorded, look for races.
+
+On a GPU a missing ``__syncthreads()`` shows only when the schedule happens to expose it; the CPU
+backend runs the threads of a block one after another, so the result is usually wrong every time
+and the case would get ``wrong_result``. Recording the rerun's accesses finds the race itself:
+two threads of a block touching the same bytes with no barrier between them. The finding becomes
+the case's ``race`` verdict and names both lines and both threads.
+
+``install()`` registers the probe with ``kernels.grading.race.register_probe`` (first, so that a race
+explains the wrong values that come with it); the grading package calls it when it loads.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+
+NAME = "cpu-race-trace"
+MAX_ACCESSES = 1_000_000  # per launch; a larger case stops early and is left to the other probes
+CASES_PER_SUBMISSION = 6  # the first cases (public ones first, small edge cases among them) are traced
+
+
+class TraceRaceProbe:
+    """Runs a case again on the CPU backend's traced build and reports the first race it finds.
+
+    Only the first ``cases`` cases of a submission are traced (the harness calls ``begin`` before a
+    submission's cases): a race between threads of a block shows in any case with a few warps, and
+    tracing every hidden case would multiply the grading time.
+    """
+
+    name = NAME
+
+    def __init__(self, max_accesses: int = MAX_ACCESSES, cases: int = CASES_PER_SUBMISSION):
+        self.max_accesses = max_accesses
+        self.cases = cases
+        self._left = cases
+
+    def begin(self, code: str) -> None:
+        self._left = self.cases
+
+    def applies(self, deterministic: bool) -> bool:
+        from ..backend import backend_name
+
+        return backend_name() == "cpu"  # a race is a race whether or not the result is deterministic
+
+    def run(self, first: dict[str, np.ndarray], rerun: Callable[[str], dict[str, np.ndarray]]) -> Any:
+        from ..grading import verdicts as V
+        from ..grading.race import Finding
+        from .races import find_races
+        from .record import capture
+
+        if self._left <= 0:
+            return None
+        self._left -= 1
+        with capture(max_accesses=self.max_accesses) as recorded:
+            rerun("poison")
+        races = [r for rec in recorded.recordings for r in find_races(rec)]
+        if not races:
+            return None
+        others = len(races) - 1
+        more = f" (and {others} more race{'s' if others != 1 else ''} between other lines)" if others else ""
+        return Finding(V.RACE, f"data race on {races[0]}{more}")
+
+
+def install() -> None:
+    """Register the probe once (a no-op when it is registered already)."""
+    from ..grading.race import probes, register_probe
+
+    if not any(p.name == NAME for p in probes()):
+        register_probe(TraceRaceProbe(), first=True)
