@@ -846,7 +846,8 @@ REGISTER_TILED_GRID: dict[str, list[int]] = {"BM": [128, 256], "BN": [128, 256],
 REGISTER_TILED_POINTS: list[dict[str, int]] = (
     [{"BM": 128, "BN": 128, "BK": bk, "TM": tm, "TN": tn}
      for tm, tn in ((4, 4), (8, 4), (8, 8), (16, 8)) for bk in (8, 16, 32)]
-    + [{"BM": 256, "BN": 128, "BK": 16, "TM": 8, "TN": 8}, {"BM": 128, "BN": 256, "BK": 16, "TM": 8, "TN": 8},
+    + [{"BM": 128, "BN": 256, "BK": 8, "TM": 8, "TN": 8},        # rung 6's default
+       {"BM": 256, "BN": 128, "BK": 16, "TM": 8, "TN": 8}, {"BM": 128, "BN": 256, "BK": 16, "TM": 8, "TN": 8},
        {"BM": 256, "BN": 256, "BK": 16, "TM": 8, "TN": 8}, {"BM": 256, "BN": 256, "BK": 16, "TM": 4, "TN": 4},
        {"BM": 256, "BN": 256, "BK": 32, "TM": 16, "TN": 8}]
 )

@@ -38,6 +38,17 @@ def display_live(widget: Any, fallback_html: str, text: str = "") -> None:
     display(bundle, raw=True)
 
 
+_TIME_WORDS = ("time", "latency", "clock", "cycle", "µs", "us", "ns", "ms", "seconds")
+
+
+def _is_time(y: str) -> bool:
+    """True for a quantity where less is better: a time or latency ("time_ms", "µs per kernel")."""
+    import re
+
+    words = re.split(r"[^a-zµ]+", y.lower())
+    return any(w in _TIME_WORDS or w.startswith(("time", "latenc", "clock", "cycle")) for w in words if w)
+
+
 def _first_line(error: BaseException) -> str:
     text = str(error).strip().splitlines()
     return f"{type(error).__name__}: {text[0]}" if text else type(error).__name__
@@ -64,6 +75,7 @@ class Sweep:
         readout: Sequence[str] = (),
         log_x: bool = False,
         log_y: bool = False,
+        lower_is_better: bool | None = None,
     ) -> None:
         if x not in params:
             raise ValueError(f"x={x!r} must be one of the params: {list(params)}")
@@ -73,6 +85,9 @@ class Sweep:
         self.params = {k: list(v) for k, v in params.items()}
         self.measure = measure
         self.x, self.y, self.series = x, y, series
+        # times and latencies are best when small, rates when large; the summary must not call the
+        # slowest point "best"
+        self.lower_is_better = _is_time(y) if lower_is_better is None else lower_is_better
         self.hlines = {**(hlines or {}), **(ceilings or {})}
         self.readout = list(readout)
         self.log_x, self.log_y = log_x, log_y
@@ -171,9 +186,11 @@ class Sweep:
         good = [r for r in self._records if isinstance(r.get(self.y), (int, float))]
         lines = [f"{self.title}: {len(self._records)} points"]
         if good:
-            best = max(good, key=lambda r: r[self.y])
+            pick = min if self.lower_is_better else max
+            best = pick(good, key=lambda r: r[self.y])
             where = ", ".join(f"{k}={best[k]}" for k in self.params)
-            lines.append(f"best {self.y} = {best[self.y]:g} at {where}")
+            lines.append(f"best ({'lowest' if self.lower_is_better else 'highest'}) {self.y} = {best[self.y]:g} "
+                         f"at {where}")
         failed = len(self._records) - len(good)
         if failed:
             lines.append(f"{failed} point(s) without {self.y}")

@@ -594,12 +594,11 @@ def test_every_kernel_is_shown():
     assert "Sweep(" in text and "resource_report(" in text
 
 
-def test_placeholders_are_comments_and_prose_quotes_no_unmeasured_speed():
-    text = _chapter_text()
-    prose = re.sub(r"^```.*?^```\s*$", "", text, flags=re.M | re.S)
-    assert "FILL" not in re.sub(r"<!--.*?-->", "", prose, flags=re.S)   # every placeholder is a comment
-    outside_comments = re.sub(r"<!--.*?-->", "", prose, flags=re.S)
-    assert not re.search(r"\d\s*(GB/s|TFLOP/s)", outside_comments.replace("320 GB/s", ""))
+def test_every_placeholder_is_filled():
+    """The chapter was executed on a GPU and its prose written from the outputs (the quoted speeds
+    themselves are checked against the outputs by tests/test_measured_prose.py)."""
+    prose = re.sub(r"^```.*?^```\s*$", "", _chapter_text(), flags=re.M | re.S)
+    assert "FILL" not in prose
 
 
 def test_no_mention_of_the_workplace():

@@ -154,3 +154,17 @@ def test_display_live_without_widget_shows_the_recorded_face(displayed):
     display_live(None, "<b>recorded</b>", "text")
     (args, kwargs), = displayed
     assert args[0] == {"text/html": "<b>recorded</b>", "text/plain": "text"} and kwargs == {"raw": True}
+
+
+def test_summary_calls_the_smallest_time_best_and_the_largest_rate_best():
+    from kernels.sweep import Sweep
+
+    times = Sweep("t", {"n": [1, 2, 3]}, None, x="n", y="time_ms")
+    times.records = [{"n": 1, "time_ms": 3.0}, {"n": 2, "time_ms": 1.0}, {"n": 3, "time_ms": 2.0}]
+    assert "best (lowest) time_ms = 1 at n=2" in times.summary()
+    rates = Sweep("r", {"n": [1, 2]}, None, x="n", y="GB/s")
+    rates.records = [{"n": 1, "GB/s": 5.0}, {"n": 2, "GB/s": 9.0}]
+    assert "best (highest) GB/s = 9 at n=2" in rates.summary()
+    latency = Sweep("l", {"n": [1, 2]}, None, x="n", y="ns_per_load", lower_is_better=False)
+    latency.records = [{"n": 1, "ns_per_load": 5.0}, {"n": 2, "ns_per_load": 9.0}]
+    assert "best (highest) ns_per_load = 9" in latency.summary()
