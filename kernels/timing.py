@@ -207,15 +207,12 @@ class EventSource(Protocol):
 
 
 def run_benchmark(fn: Callable[[], Any], events: EventSource, *, warmup: int, repeat: int,
-                  flush_l2: bool, warmup_ms: float = 0.0) -> Timing:
+                  flush_l2: bool) -> Timing:
     """The measurement loop, independent of CUDA.
 
-    Warm-up: ``warmup`` calls, then more calls until ``warmup_ms`` of GPU time has been spent in
-    them (at most WARMUP_MAX_CALLS): an idle GPU runs at a low clock and takes milliseconds to
-    reach full speed, so a few calls of a short kernel are not enough. Per repetition: flush L2
-    and a lead-in (both queued before the start event, so neither is timed), start event, fn(),
-    stop event. Events are read only after one synchronisation at the end, so reading them never
-    stalls the queue between repetitions.
+    Per repetition: flush L2 and a lead-in (both queued before the start event, so neither is
+    timed), start event, fn(), stop event. Events are read only after one synchronisation at the
+    end, so reading them never stalls the queue between repetitions.
     """
     if warmup < 0:
         raise ValueError(f"warmup must be >= 0, got {warmup}")
@@ -224,16 +221,6 @@ def run_benchmark(fn: Callable[[], Any], events: EventSource, *, warmup: int, re
     for _ in range(warmup):  # first launches pay for module loading, clocks ramping up, page faults
         fn()
     events.synchronize()
-    spent, calls = 0.0, 0
-    while spent < warmup_ms and calls < WARMUP_MAX_CALLS:
-        batch = max(1, min(64, calls or 1))              # 1, 1, 2, 4, ... calls between reads
-        start = events.record()
-        for _ in range(batch):
-            fn()
-        stop = events.record()
-        events.synchronize()
-        spent += events.elapsed_ms(start, stop)
-        calls += batch
     pairs = []
     for _ in range(repeat):
         if flush_l2:
@@ -307,19 +294,11 @@ class CupyEvents:
         return float(self._cupy.cuda.get_elapsed_time(start, stop))
 
 
-# GPU time that benchmark() spends in warm-up calls before it times anything (see run_benchmark)
-WARMUP_MS = 20.0
-WARMUP_MAX_CALLS = 1000
-
-
 def benchmark(fn: Callable[[], Any], *, warmup: int = 3, repeat: int = 30, flush_l2: bool = True,
               stream: Any = None, events: EventSource | None = None) -> Timing:
     """Time ``fn()`` (which queues GPU work) with CUDA events; returns per-repetition samples.
 
     On the CPU backend it times ``fn()`` with the host clock instead (see `cpu_benchmark`).
-
-    Warm-up: ``warmup`` calls, then (when ``warmup`` > 0) more calls until WARMUP_MS of GPU time
-    has passed, so that an idle GPU's clocks have ramped up before the first timed repetition.
 
     ``fn`` must queue its work on ``stream`` (the current stream when None): CuPy launches go to
     the current stream, and this function makes ``stream`` current while it runs. Before each
@@ -340,8 +319,7 @@ def benchmark(fn: Callable[[], Any], *, warmup: int = 3, repeat: int = 30, flush
     require_gpu("benchmark()")
     source = CupyEvents(stream, flush=flush_l2)
     with source.stream:
-        return run_benchmark(fn, source, warmup=warmup, repeat=repeat, flush_l2=flush_l2,
-                             warmup_ms=WARMUP_MS if warmup else 0.0)
+        return run_benchmark(fn, source, warmup=warmup, repeat=repeat, flush_l2=flush_l2)
 
 
 def cpu_benchmark(fn: Callable[[], Any], *, warmup: int = 3, repeat: int = 30,
