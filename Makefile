@@ -1,5 +1,5 @@
 # make book      build the website into _build/html (creates .venv on first use)
-# make test      the full test suite as CI runs it: browser, website build, pytest
+# make test      the full test suite as CI runs it: system packages, website build, CPU benchmark, pytest
 # make gpu-test  the GPU tests (pytest -m gpu) on a machine with a CUDA GPU and CuPy
 # make sync      write book/<chapter>.ipynb from book/<chapter>.md
 # make check     is every chapter in sync and executed on a GPU with its current code?
@@ -12,7 +12,7 @@ STAMP := $(VENV)/.installed
 # pytest for GPU tests; override on a GPU machine without the venv: make gpu-test GPU_PYTHON=python3
 GPU_PYTHON ?= $(PY)
 
-.PHONY: book test gpu-test sync check chromium clean
+.PHONY: book test gpu-test sync check system-packages compiler clean
 
 $(PY):
 	$(PYTHON3) -m venv $(VENV)
@@ -23,21 +23,35 @@ $(STAMP): requirements.txt pyproject.toml | $(PY)
 	$(PY) -m pip install --quiet --no-deps -e .
 	touch $@
 
-book: $(STAMP)
+book: $(STAMP) compiler
 	$(VENV)/bin/jupyter-book build . -W -n --keep-going
 
-# Headless Chromium for the browser tests: installed with apt-get when missing and running as root.
-chromium:
-	@if [ -x /usr/bin/chromium ] && [ -x /usr/bin/chromedriver ]; then :; \
+# Debian packages the tests need: headless Chromium for the browser tests, clang for the CPU
+# backend's Clang run. Installed with apt-get when missing and running as root.
+system-packages:
+	@if [ -x /usr/bin/chromium ] && [ -x /usr/bin/chromedriver ] && command -v clang++ >/dev/null; then :; \
 	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
-		echo "Installing chromium and chromium-driver (Debian packages) for the browser tests"; \
-		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null; \
+		echo "Installing chromium, chromium-driver and clang (Debian packages) for the tests"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver clang >/dev/null; \
 	else \
-		echo "Browser tests need headless Chromium: sudo apt-get install chromium chromium-driver"; \
-		echo "(without it they are skipped locally and fail in CI)"; \
+		echo "Some tests need headless Chromium and clang: sudo apt-get install chromium chromium-driver clang"; \
+		echo "(without them those tests are skipped locally and fail in CI)"; \
 	fi
 
-test: $(STAMP) chromium book
+# The website build runs the CPU backend (the page on running without a GPU), which needs g++.
+compiler:
+	@if command -v g++ >/dev/null; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+		echo "Installing g++ (Debian package) for the CPU backend"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq g++ >/dev/null; \
+	else \
+		echo "The CPU backend needs a C++ compiler: sudo apt-get install g++"; exit 1; \
+	fi
+
+# The CPU backend's benchmark prints its table into the log first; its speed goals are not a test,
+# so a slow machine does not fail the run (the table says "over budget").
+test: $(STAMP) system-packages book
+	-$(PY) benchmarks/bench_cpu_backend.py
 	$(PY) -m pytest -q
 
 # Exit code 5 means no test was collected: no GPU tests exist yet, which is not a failure.

@@ -10,6 +10,8 @@ costs. Kernels (CUDA C below, or from kernels/cuda/):
   shuffle reduction  the same sum with __shfl_down_sync inside each warp and one __syncthreads()
   tiled SGEMM        C = A B, 256 x 256 x 256, 16 x 16 tiles staged in shared memory
   vector add         2^22 floats, no barriers (gpu_architecture/vector_add.cu)
+  ... with a barrier the same with one __syncthreads(): a kernel without barriers should not pay
+                     for them, so the first of the two rows must be far below the second
   empty launch       one thread that does nothing: the cost of a launch (fork, wait, checks)
 
 Every result is checked against NumPy before it is timed. Times are wall-clock seconds, the best of
@@ -84,6 +86,16 @@ extern "C" __global__ void sgemm_tiled(const float* A, const float* B, float* C,
         __syncthreads();
     }
     if (row < M && col < N) C[row * N + col] = acc;
+}
+
+// vector_add (gpu_architecture/vector_add.cu) with one barrier that changes nothing: what a kernel
+// pays for a __syncthreads() that the CPU backend must honour by switching between threads.
+extern "C" __global__ void vector_add_with_barrier(const float* x, const float* y, float* out, int n)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    float v = i < n ? x[i] + y[i] : 0.0f;
+    __syncthreads();
+    if (i < n) out[i] = v;
 }
 
 extern "C" __global__ void nothing() {}
@@ -253,8 +265,18 @@ def main() -> int:
         add((n_add // 256,), (256,), (p, q, out, n_add))
     run_add()
     assert bool((out == 3).all())
-    rows.append(("vector add (no barriers)", f"2^{n_add.bit_length() - 1} floats", best_of(run_add, repeat), None,
-                 None, ""))
+    plain_s = best_of(run_add, repeat)
+    rows.append(("vector add (no barriers)", f"2^{n_add.bit_length() - 1} floats", plain_s, None, None, ""))
+    out[:] = 0
+    add_barrier = module.get_function("vector_add_with_barrier")
+
+    def run_add_barrier():
+        add_barrier((n_add // 256,), (256,), (p, q, out, n_add))
+    run_add_barrier()
+    assert bool((out == 3).all())
+    barrier_s = best_of(run_add_barrier, repeat)
+    rows.append(("... with one __syncthreads", f"2^{n_add.bit_length() - 1} floats", barrier_s, None, None,
+                 f"{barrier_s / plain_s:.1f}x the time without it"))
 
     empty = module.get_function("nothing")
     launches = [best_of(lambda: empty((1,), (1,), ()), 1) for _ in range(10 if quick else 50)]

@@ -47,6 +47,20 @@ extern "C" __global__ void null_read(const float* x, float* y)
     y[threadIdx.x] = p[threadIdx.x];
 }
 
+extern "C" __global__ void wild_read(const float* x, float* y, unsigned long long address, long long offset)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    const float* p = address ? reinterpret_cast<const float*>(address) : x + offset;
+    y[i] = i == 37 ? p[threadIdx.x] : x[i];
+}
+
+extern "C" __global__ void wild_write(float* y, unsigned long long address)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i == 37) *reinterpret_cast<float*>(address) = 1.0f;
+    else y[i] = 2.0f;
+}
+
 extern "C" __global__ void vector_load(const float* x, float* y)
 {
     const float4* v = reinterpret_cast<const float4*>(x);
@@ -277,7 +291,47 @@ def test_null_pointer(module, still_works):
     assert "null pointer" in str(f) and f.thread == (0, 0, 0) and f.line == line_of("y[threadIdx.x] = p[threadIdx.x]")
 
 
+WILD = 0x1234_0000_1000                  # canonical user space, far from anything a process maps
+
+
+@pytest.mark.parametrize("address, offset, shown", [(WILD, 0, WILD + 4 * 5), (0, -(1 << 40), None)],
+                         ids=["fixed-address", "argument-minus-2^40"])
+def test_wild_pointer_read(module, still_works, address, offset, shown):
+    """A pointer far from every argument array (neither null nor next to one): thread 37 of the grid,
+    thread 5 of block 1, reads through it; the others read x."""
+    x, y = xp.zeros(64, np.float32), xp.zeros(64, np.float32)
+    f = fault_of(module, "wild_read", (2,), (32,), (x, y, address, offset), InvalidAddress)
+    assert type(f) is InvalidAddress                                      # not out-of-bounds, not misaligned
+    assert (f.block, f.thread) == ((1, 0, 0), (5, 0, 0)) and (f.file, f.line) == (FILE, line_of("y[i] = i == 37"))
+    assert "block (1, 0, 0), thread (5, 0, 0)" in str(f) and f"{FILE}:{f.line}" in str(f)
+    assert "invalid memory read" in str(f) and "belongs to no argument array" in str(f) and "null" not in str(f)
+    if shown is None:                                                      # x - 4 TiB: computed from x
+        shown = int(x.data.ptr) + 4 * offset + 4 * 5
+    assert f"address {shown:#x}" in str(f)
+
+
+def test_wild_pointer_past_the_address_space(module, still_works):
+    """x + 2^40 floats lies past the top of user space (a non-canonical address on x86-64): the kernel
+    gets a general-protection fault that carries no address; it is still an InvalidAddress of the
+    right thread."""
+    x, y = xp.zeros(64, np.float32), xp.zeros(64, np.float32)
+    f = fault_of(module, "wild_read", (2,), (32,), (x, y, 0, 1 << 40), InvalidAddress)
+    assert (f.block, f.thread, f.line) == ((1, 0, 0), (5, 0, 0), line_of("y[i] = i == 37"))
+    assert "invalid memory access" in str(f) and "block (1, 0, 0), thread (5, 0, 0)" in str(f)
+
+
+def test_wild_pointer_write(module, still_works):
+    y = xp.zeros(64, np.float32)
+    f = fault_of(module, "wild_write", (2,), (32,), (y, WILD), InvalidAddress)
+    assert (f.block, f.thread, f.line) == ((1, 0, 0), (5, 0, 0), line_of("*reinterpret_cast<float*>(address) = 1.0f"))
+    assert "invalid memory write" in str(f) and f"address {WILD:#x} belongs to no argument array" in str(f)
+
+
 def test_misaligned_vector_load(module, still_works):
+    from kernels.cpu.toolchain import compiler
+
+    if compiler().kind == "clang":  # documented in book/cpu_backend.md
+        pytest.skip("Clang's alignment check does not cover the copy of a whole float4")
     x, y = xp.zeros(1 + 4 * 8, np.float32), xp.zeros(8, np.float32)
     f = fault_of(module, "vector_load", (1,), (8,), (x[1:], y), MisalignedAccess)
     assert "float4" in str(f) and "multiple of 16" in str(f) and f.line == line_of("float4 a = v[threadIdx.x]")

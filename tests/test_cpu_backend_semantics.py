@@ -213,7 +213,7 @@ extern "C" __global__ void atomics_int(int* acc, int* old, const int* v)
     old[9 * 64 + t] = atomicAdd_block(&acc[9], 1) + atomicAdd_system(&acc[9], 1);
 }
 
-extern "C" __global__ void atomics_unsigned(unsigned* acc, unsigned* old, const unsigned* v)
+extern "C" __global__ void atomics_unsigned(unsigned* acc, unsigned* old, const unsigned* v, const unsigned* bits)
 {
     int t = threadIdx.x;
     old[0 * 64 + t] = atomicAdd(&acc[0], v[t]);
@@ -224,6 +224,9 @@ extern "C" __global__ void atomics_unsigned(unsigned* acc, unsigned* old, const 
     old[5 * 64 + t] = atomicMax(&acc[5], v[t]);
     old[6 * 64 + t] = atomicExch(&acc[6], v[t]);
     old[7 * 64 + t] = atomicCAS(&acc[7], 5u, 77u);
+    old[8 * 64 + t] = atomicAnd(&acc[8], bits[t]);
+    old[9 * 64 + t] = atomicOr(&acc[9], bits[64 + t]);
+    old[10 * 64 + t] = atomicXor(&acc[10], bits[128 + t]);
 }
 
 extern "C" __global__ void atomics_wide(unsigned long long* acc, unsigned long long* old,
@@ -506,6 +509,48 @@ def test_warp_synchronous_code_without_syncwarp_is_a_race(core):
 
 # ------------------------------------------------------------------------------------------- atomics
 
+def serial_order_exists(init, old, operand, step, final) -> bool:
+    """Whether the old values that one atomic per thread returned are those of SOME serial order of
+    the threads: starting from `init`, each thread's old value is the value before it, the value
+    after it is step(old, operand), and the last one leaves `final`. Each thread is used once."""
+    left = {}
+    for o, x in zip(old, operand, strict=True):          # threads with equal (old, operand) are alike
+        left[(int(o), int(x))] = left.get((int(o), int(x)), 0) + 1
+
+    def walk(cur: int, n: int) -> bool:
+        if n == 0:
+            return cur == int(final)
+        here = [key for key, count in left.items() if count and key[0] == cur]
+        same = [key for key in here if step(cur, key[1]) == cur]
+        # A thread that leaves the value as it is can go now in any serial order that has it later
+        # at the same value: take it without branching. Otherwise try each different operand.
+        for key in same[:1] or here:
+            left[key] -= 1
+            found = walk(step(cur, key[1]), n - 1)
+            left[key] += 1
+            if found:
+                return True
+        return False
+
+    return walk(int(init), len(old))
+
+
+def _unsigned(bits: int, f):
+    return lambda a, b: f(a, b) % 2**bits
+
+
+def _signed32(f):
+    return lambda a, b: (f(a, b) + 2**31) % 2**32 - 2**31
+
+
+def test_serial_order_check_can_fail():
+    add = lambda a, b: a + b                                              # noqa: E731
+    assert serial_order_exists(10, [13, 10, 11], [-2, 1, 2], add, 11)     # 10 +1 11 +2 13 -2 11
+    assert not serial_order_exists(10, [13, 10, 11], [-2, 1, 2], add, 12)  # wrong final value
+    assert not serial_order_exists(10, [13, 10, 10], [-2, 1, 2], add, 11)  # two threads saw 10
+    assert not serial_order_exists(10, [10, 12, 12], [1, 1, 1], add, 13)   # nobody saw 11
+
+
 def test_int_atomics_follow_cuda_semantics(core):
     v = np.random.default_rng(3).integers(-1000, 1000, 64).astype(np.int32)
     init = np.array([10, 10, 5, -5, 0, -1, 0, 0, 0, 0], np.int32)
@@ -518,16 +563,29 @@ def test_int_atomics_follow_cuda_semantics(core):
     assert a[6] == np.bitwise_or.reduce(v) and a[7] == np.bitwise_xor.reduce(v)
     assert a[8] == 64 and a[9] == 128
     o = old.get().reshape(10, 64)
-    assert sorted(o[0] - 10) == sorted(np.concatenate([[0], np.cumsum(v)[:-1]])) or True  # any order
+    # Every returned old value is the value just before that thread's update in one serial order.
+    steps = [lambda a, b: a + b, lambda a, b: a - b, min, max, lambda a, b: b, lambda a, b: a & b,
+             lambda a, b: a | b, lambda a, b: a ^ b]
+    for j, step in enumerate(steps):
+        assert serial_order_exists(init[j], o[j], v, _signed32(step), a[j]), f"slot {j}"
+    assert (o[4] == 0).sum() >= 1 and set(o[4].tolist()) <= {0, *v.tolist()}   # atomicExch
+    # atomicCAS(&acc[8], t, t + 1) succeeds for the thread whose index equals the value: old values too.
+    assert serial_order_exists(0, o[8], np.arange(64), lambda a, t: t + 1 if a == t else a, a[8])
     assert set(o[8]) <= set(range(64))                                   # CAS returns the old value
 
 
 def test_unsigned_atomics_wrap_as_cuda_defines(core):
     v = np.arange(1, 65, dtype=np.uint32)
-    acc = xp.asarray(np.array([0, 0, 0, 0, 1000, 0, 0, 5], np.uint32))
-    old = xp.zeros(8 * 64, np.uint32)
-    run(core, "atomics_unsigned", (1,), (64,), (acc, old, xp.asarray(v)))
-    a, o = acc.get(), old.get().reshape(8, 64)
+    rng = np.random.default_rng(9)
+    words = rng.integers(0, 2**32, (15, 64), dtype=np.uint64).astype(np.uint32)
+    to_and = np.bitwise_or.reduce(words[:7])            # each bit clear with probability 1/128
+    to_or = np.bitwise_and.reduce(words[7:14])          # each bit set with probability 1/128
+    to_xor = words[14]
+    init = np.array([0, 0, 0, 0, 1000, 0, 0, 5, 0xFFFFFFFF, 0x10, 0x12345678], np.uint32)
+    acc, old = xp.asarray(init), xp.zeros(11 * 64, np.uint32)
+    bits = xp.asarray(np.concatenate([to_and, to_or, to_xor]))
+    run(core, "atomics_unsigned", (1,), (64,), (acc, old, xp.asarray(v), bits))
+    a, o = acc.get(), old.get().reshape(11, 64)
     assert a[0] == v.sum() and a[1] == np.uint32(-int(v.sum()) % 2**32)
     inc = [0]
     for _ in range(64):                                                  # ((old >= 9) ? 0 : old + 1)
@@ -538,12 +596,24 @@ def test_unsigned_atomics_wrap_as_cuda_defines(core):
         dec.append(9 if dec[-1] == 0 or dec[-1] > 9 else dec[-1] - 1)
     assert a[3] == dec[-1] and sorted(o[3]) == sorted(dec[:-1])
     assert a[4] == 1 and a[5] == 64 and a[7] == 77 and (o[7] == 5).sum() == 1
+    assert a[6] in v and (o[6] == 0).sum() == 1 and np.isin(o[6][o[6] != 0], v).all()   # atomicExch
+    assert 0 < a[8] < 0xFFFFFFFF and a[8] == np.bitwise_and.reduce(np.append(to_and, init[8]))
+    assert 0x10 < a[9] < 0xFFFFFFFF and a[9] == np.bitwise_or.reduce(np.append(to_or, init[9]))
+    assert a[10] == np.bitwise_xor.reduce(np.append(to_xor, init[10]))
+    for j, operand, step in ((0, v, _unsigned(32, lambda a, b: a + b)), (1, v, _unsigned(32, lambda a, b: a - b)),
+                             (2, v, lambda a, b: 0 if a >= 9 else a + 1),
+                             (3, v, lambda a, b: 9 if a == 0 or a > 9 else a - 1), (4, v, min), (5, v, max),
+                             (6, v, lambda a, b: b), (7, v, lambda a, b: 77 if a == 5 else a),
+                             (8, to_and, lambda a, b: a & b), (9, to_or, lambda a, b: a | b),
+                             (10, to_xor, lambda a, b: a ^ b)):
+        assert serial_order_exists(init[j], o[j], operand, step, a[j]), f"slot {j}"
 
 
 def test_64_bit_and_floating_point_atomics(core):
     v = np.arange(64, dtype=np.uint64) * 3 + 1
     fv = np.full(64, 0.25, np.float32)
-    acc = xp.asarray(np.array([0, 2**63, 0, 0, 0, 2**64 - 1, 0, 0, 0, 0], np.uint64))
+    init = np.array([0, 2**63, 0, 0, 0, 2**64 - 1, 0, 0, 0, 0], np.uint64)
+    acc = xp.asarray(init)
     old = xp.zeros(8 * 64, np.uint64)
     facc, fold = xp.zeros(2, np.float32), xp.zeros(128, np.float32)
     dacc, dold = xp.zeros(1, np.float64), xp.zeros(64, np.float64)
@@ -555,6 +625,13 @@ def test_64_bit_and_floating_point_atomics(core):
     assert a[8].astype(np.int64) == -30 and a[9].astype(np.int64) == 33
     assert float(facc[0]) == 16.0 and float(dacc[0]) == 16.0
     assert sorted(fold.get()[:64]) == [0.25 * i for i in range(64)]
+    assert float(facc[1]) == 0.25 and sorted(fold.get()[64:]) == [0.0] + [0.25] * 63   # float atomicExch
+    assert sorted(dold.get()) == [0.25 * i for i in range(64)]                         # double atomicAdd
+    o = old.get().reshape(8, 64)
+    for j, step in ((0, _unsigned(64, lambda a, b: a + b)), (1, min), (2, max), (3, lambda a, b: b),
+                    (4, lambda a, b: b if a == 0 else a), (5, lambda a, b: a & b), (6, lambda a, b: a | b),
+                    (7, lambda a, b: a ^ b)):
+        assert serial_order_exists(init[j], o[j], v, step, a[j]), f"slot {j}"
 
 
 def test_atomic_cas_loop_builds_a_float_maximum(core):
@@ -703,6 +780,39 @@ extern "C" __global__ void groups(const int* x, int* out)
     o[5] = (int)tile.thread_rank(); o[6] = (int)tile.meta_group_rank(); o[7] = (int)(tile.size() + 100 * block.size());
 }
 
+// tile.sync() orders shared memory within a tile: each thread reads values that other threads of its
+// tile wrote just before (a read-after-write), then overwrites its own slot after they have read it
+// (a write-after-read), both across the barrier only.
+extern "C" __global__ void tile_exchange(const int* x, int* out)
+{
+    __shared__ int s[64];
+    cg::thread_block block = cg::this_thread_block();
+    cg::thread_block_tile<16> tile = cg::tiled_partition<16>(block);
+    cg::thread_block_tile<8> oct = cg::tiled_partition<8>(block);
+    cg::thread_block_tile<4> quad = cg::tiled_partition<4>(block);
+    int t = block.thread_rank(), r = tile.thread_rank(), base = t - r;
+    int v = x[t];
+    s[t] = v;
+    tile.sync();
+    int next = s[base + (r + 1) % 16];                // written by the next thread of the tile
+    tile.sync();
+    s[t] = 3 * next;
+    tile.sync();
+    int* o = out + 12 * t;
+    o[0] = next;
+    o[1] = s[base + (r + 2) % 16];                    // 3 x[base + (r + 3) % 16]
+    o[2] = tile.shfl_up(v, 1);
+    o[3] = tile.shfl_xor(v, 1);
+    o[4] = tile.shfl_xor(v, 8);
+    o[5] = cg::reduce(oct, v, cg::plus<int>());
+    o[6] = (int)(oct.thread_rank() + 10 * oct.meta_group_rank() + 1000 * oct.size());
+    o[7] = quad.shfl_down(v, 1);
+    o[8] = quad.shfl_up(v, 2);
+    o[9] = quad.shfl_xor(v, 3);
+    o[10] = (int)quad.ballot(v % 2 == 0);
+    o[11] = cg::exclusive_scan(quad, v);
+}
+
 extern "C" __global__ void coalesced(const int* x, int* out)
 {
     int t = threadIdx.x;
@@ -800,6 +910,31 @@ def test_cooperative_groups_tiles(extra):
         even = sum(1 << i for i in range(16) if tile[i] % 2 == 0)
         assert o[t].tolist() == [tile.sum(), tile[rank + 1] if rank < 15 else tile[rank], tile[0],
                                  tile[:rank + 1].sum(), even, rank, t // 16, 16 + 6400]
+
+
+def test_tile_sync_and_shuffles_of_smaller_tiles(extra):
+    h = np.random.default_rng(10).integers(0, 1000, 64).astype(np.int32)
+    out = xp.full(12 * 64, -1, np.int32)
+    extra.get_function("tile_exchange")((1,), (64,), (xp.asarray(h), out))
+    o = out.get().reshape(64, 12)
+    t = np.arange(64)
+    r16, r8, r4 = t % 16, t % 8, t % 4
+    b16, b8, b4 = t - r16, t - r8, t - r4
+    expected = np.stack([
+        h[b16 + (r16 + 1) % 16],                                  # after tile.sync(): the neighbour's value
+        3 * h[b16 + (r16 + 3) % 16],                              # written after the others had read
+        np.where(r16 >= 1, h[t - 1], h),                          # shfl_up: lane 0 keeps its own value
+        h[t ^ 1], h[t ^ 8],
+        h.reshape(8, 8).sum(1).repeat(8),                         # cg::reduce over tiles of 8
+        r8 + 10 * (t // 8) + 8000,
+        np.where(r4 < 3, h[np.minimum(t + 1, 63)], h),            # shfl_down: the last lane keeps its own
+        np.where(r4 >= 2, h[t - 2], h),
+        h[t ^ 3],
+        [sum(1 << i for i in range(4) if h[b + i] % 2 == 0) for b in b4],
+        [h[b:b + i].sum() for b, i in zip(b4, r4)],               # exclusive scan: lane 0 gets 0
+    ], axis=1)
+    for j in range(12):
+        np.testing.assert_array_equal(o[:, j], expected[:, j], err_msg=f"column {j}")
 
 
 def test_coalesced_group_is_the_branch(extra):

@@ -36,6 +36,10 @@ COMMON_FLAGS = ("-O2", "-g", "-gdwarf-4", "-fPIC", "-fno-strict-aliasing", "-fwr
 KERNEL_COMPILE_FLAGS = ("-fno-weak", "-fno-exceptions", "-fno-rtti", "-fno-semantic-interposition",
                         "-fstack-clash-protection", "-fsanitize=alignment", "-fno-sanitize-recover=alignment")
 KERNEL_LINK_FLAGS = ("-shared", "-Wl,-Bsymbolic", "-Wl,--no-undefined")
+# Clang has no -fno-weak, and without -fno-delete-null-pointer-checks it treats a load through a null
+# pointer as unreachable code instead of a load that faults.
+CLANG_KERNEL_COMPILE_FLAGS = tuple(f for f in KERNEL_COMPILE_FLAGS if f != "-fno-weak") + (
+    "-fno-delete-null-pointer-checks",)
 # The traced variant (kernels.traffic): every load and store calls a hook of the runtime (trace.cpp).
 # -fsanitize=thread inserts the calls (linked without the sanitizer's library, whose hooks the
 # runtime replaces); the other flags keep each access the width the source gives it, as nvcc does:
@@ -340,9 +344,24 @@ def _include_dirs(build: BuildOptions) -> list[Path]:
     return [Path(d) for d in build.include_dirs]
 
 
+def kernel_compile_flags(cxx: toolchain.Compiler, traced: bool) -> tuple[str, ...]:
+    """The flags that compile a kernel unit with this compiler.
+
+    The traced variant relies on GCC's ThreadSanitizer parameters and its -fno-tree-* switches, which
+    keep every access as wide as the source writes it; with Clang it is refused, not approximated.
+    """
+    if cxx.kind == "gcc":
+        return KERNEL_COMPILE_FLAGS + (TRACE_COMPILE_FLAGS if traced else ())
+    if traced:
+        raise CompileError(f"The memory-traffic analysis (kernels.analyze) needs g++, but the CPU backend "
+                           f"uses {cxx.version} ({cxx.path}). Install g++, or unset CXX if it names clang++.")
+    return CLANG_KERNEL_COMPILE_FLAGS
+
+
 def _build(prepared: source.PreparedSource, filename: str, build: BuildOptions, entries: list[str], rt: Runtime,
            directory: Path, so_path: Path, meta_path: Path, traced: bool = False) -> None:
     cxx = toolchain.compiler()
+    flags = kernel_compile_flags(cxx, traced)
     directory.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="cudacpu-") as tmp_name:
         tmp = Path(tmp_name)
@@ -361,8 +380,7 @@ def _build(prepared: source.PreparedSource, filename: str, build: BuildOptions, 
         arch = [f"-D__CUDA_ARCH__={build.cuda_arch}"] if build.cuda_arch else []
         # Compile and link separately: the alignment checks call the runtime's handler, and linking
         # with -fsanitize would pull the compiler's sanitizer library into the Python process.
-        variant = TRACE_COMPILE_FLAGS if traced else ()
-        compile_cmd = [cxx.path, f"-std=c++{build.std}", *COMMON_FLAGS, *KERNEL_COMPILE_FLAGS, *variant, *arch,
+        compile_cmd = [cxx.path, f"-std=c++{build.std}", *COMMON_FLAGS, *flags, *arch,
                        *build.defines, f"-I{tmp / '_include'}", *[f"-I{d}" for d in build.include_dirs],
                        "-isystem", str(toolchain.INCLUDE_DIR), "-c", str(unit), "-o", str(obj)]
         link_cmd = [cxx.path, *COMMON_FLAGS, *KERNEL_LINK_FLAGS, str(obj), "-o", str(out), str(rt.path),

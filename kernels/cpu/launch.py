@@ -482,9 +482,11 @@ def _signal_fault(kernel: str, status: abi.Status, args: list[_Arg], shared_mem:
                 f"argument that is 0, or an uninitialised pointer.", **info)
         if code == 128:  # SI_KERNEL: a general-protection fault, no address
             return faults.InvalidAddress(
-                f"{kernel}: misaligned or invalid memory access in {at}: most likely a 16-byte vector "
+                f"{kernel}: misaligned or invalid memory access in {at}: either a 16-byte vector "
                 f"access (float4, int4) at an address that is not a multiple of 16, which is an error "
-                f"on a GPU too (misaligned address), or a corrupted pointer.", **info)
+                f"on a GPU too (misaligned address), or an address outside the machine's address space "
+                f"(a wild pointer, or an index far outside its array); the processor does not say "
+                f"which address.", **info)
         return faults.InvalidAddress(
             f"{kernel}: invalid memory {access} in {at}: address {address:#x} belongs to no argument "
             f"array (a wild pointer, an index far outside its array, or an array that no longer "

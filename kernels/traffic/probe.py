@@ -39,9 +39,18 @@ class TraceRaceProbe:
         self._left = self.cases
 
     def applies(self, deterministic: bool) -> bool:
+        """On the CPU backend built with g++ (a race is a race whether or not the result is
+        deterministic). The traced build needs GCC's instrumentation: under Clang it is refused, and
+        the probe must not turn that refusal into a verdict on the submission."""
         from ..backend import backend_name
+        from ..cpu.toolchain import CompilerNotFoundError, compiler
 
-        return backend_name() == "cpu"  # a race is a race whether or not the result is deterministic
+        if backend_name() != "cpu":
+            return False
+        try:
+            return compiler().kind == "gcc"
+        except CompilerNotFoundError:
+            return False
 
     def run(self, first: dict[str, np.ndarray], rerun: Callable[[str], dict[str, np.ndarray]]) -> Any:
         from ..grading import verdicts as V
