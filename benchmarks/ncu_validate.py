@@ -501,7 +501,7 @@ def main(argv: list[str] | None = None) -> int:
     (out_dir / "ncu_h100.json").write_text(json.dumps(recorded, indent=1) + "\n", encoding="utf-8")
     (out_dir / "comparison.json").write_text(json.dumps({"metrics": rows, "races": races}, indent=1) + "\n",
                                              encoding="utf-8")
-    table = markdown(gpu.get("gpu") or "dry run, no GPU", rows, races, fences)
+    table = markdown(f"{gpu.get('gpu') or 'dry run, no GPU'}, {recorded['date'][:10]}", rows, races, fences)
     (out_dir / "comparison.md").write_text(table, encoding="utf-8")
     if rc_text:
         (out_dir / "racecheck.txt").write_text(rc_text, encoding="utf-8")

@@ -150,3 +150,12 @@ def test_recorded_explorer_responds_to_its_sliders(pair: nbtools.Pair | None) ->
     assert "error" not in result, result["error"]
     assert result["before"].strip(), "the readout is empty before any interaction"
     assert result["after"] != result["before"], f"moving {result['control']!r} did not change the readout"
+
+
+def test_cpu_backend_page_shows_the_traffic_pictures_made_at_build_time() -> None:
+    """The page on running without a GPU is executed by the build (CPU backend, no GPU): its analysis
+    prints the strided copy's report and draws the warp, heat-map and per-thread pictures."""
+    text = (_site() / "book" / "cpu_backend.html").read_text(encoding="utf-8")
+    images = re.findall(r'<img [^>]*src="\.\./_images/[^"]+\.png"', text)
+    assert len(images) >= 3, images
+    assert "8 per request; 4 would do" in html.unescape(text)
