@@ -202,6 +202,87 @@ def test_timeline_panel_without_widgets_shows_the_fallback(monkeypatch):
         ay.timeline_panel(None, [1], [1], {})
 
 
+def _live_panel(monkeypatch, measure, timelines, start=(1, 1), gpu=True):
+    """Build the ipywidgets panel with a fake GPU and fake drawing; return its widgets and logs."""
+    pytest.importorskip("ipywidgets")
+    shown, drawn, displayed = [], [], []
+    monkeypatch.setattr("kernels.sweep.display_live", lambda w, html, text="": shown.append((w, html, text)))
+    monkeypatch.setattr("kernels.backend.gpu_available", lambda: gpu)
+
+    def fake_plot(intervals, title="", engines=True):
+        drawn.append((intervals, title))
+        return f"figure {len(drawn)}"
+
+    monkeypatch.setattr(ay, "timeline_plot", fake_plot)
+    monkeypatch.setattr("IPython.display.display", lambda *objs, **kw: displayed.extend(objs))
+    ay.timeline_panel(measure, [1, 2, 3, 4], [1, 2, 4, 8], timelines, fallback_html="<p>recorded</p>",
+                      text="t", start=start)
+    assert len(shown) == 1
+    panel, html, text = shown[0]
+    assert html == "<p>recorded</p>" and text == "t" and panel is not None
+    import ipywidgets as w
+
+    def find(kind):
+        found, todo = [], list(panel.children)
+        while todo:
+            child = todo.pop(0)
+            if isinstance(child, kind):
+                found.append(child)
+            todo += list(getattr(child, "children", ()))
+        return found
+
+    (s_ctl, c_ctl), (button,), (status,) = find(w.SelectionSlider), find(w.Button), find(w.Label)
+    return {"streams": s_ctl, "chunks": c_ctl, "button": button, "status": status,
+            "drawn": drawn, "displayed": displayed}
+
+
+def test_timeline_panel_measure_button_measures_the_sliders_point_and_redraws(monkeypatch):
+    """With ipywidgets: a click measures the point the sliders select, stores it, and redraws."""
+    recorded = _fake_intervals()
+    timelines = {(1, 1): (recorded[:3], {"time_ms": 3.2, "speedup": 1.0})}
+    new = [dict(r, start=r["start"] / 2, end=r["end"] / 2) for r in recorded]
+    calls = []
+
+    def measure(streams, chunks):
+        calls.append((streams, chunks))
+        return new, {"time_ms": 3.2, "speedup": 2.0, "% of ideal": 95.0}
+
+    p = _live_panel(monkeypatch, measure, timelines)
+    assert not p["button"].disabled and (p["streams"].value, p["chunks"].value) == (1, 1)
+    assert p["drawn"] == [(recorded[:3], "1 stream(s), 1 chunk(s), 3.20 ms, speedup 1.00x")]
+
+    p["streams"].value, p["chunks"].value = 3, 8             # no timeline for (3, 8) yet: nothing drawn
+    assert len(p["drawn"]) == 1 and calls == []
+    p["button"].click()                                      # what a click in the notebook does
+    assert calls == [(3, 8)]
+    assert timelines[(3, 8)] == (new, {"time_ms": 3.2, "speedup": 2.0, "% of ideal": 95.0})
+    title = "3 stream(s), 8 chunk(s), 3.20 ms, speedup 2.00x, 95 % of the ideal speedup"
+    assert p["drawn"][-1] == (new, title) and len(p["drawn"]) == 2
+    assert p["displayed"][-1] == "figure 2"                  # the new figure went into the output
+    assert p["status"].value == title and not p["button"].disabled
+
+    p["streams"].value = 1                                   # (1, 8): not measured, nothing drawn
+    assert len(p["drawn"]) == 2
+    p["chunks"].value = 1                                    # moving a slider redraws a stored point
+    assert p["drawn"][-1] == p["drawn"][0] and len(p["drawn"]) == 3 and calls == [(3, 8)]
+
+
+def test_timeline_panel_reports_a_failed_measurement_and_stays_usable(monkeypatch):
+    def measure(streams, chunks):
+        raise RuntimeError("out of memory")
+
+    timelines = {}
+    p = _live_panel(monkeypatch, measure, timelines, start=(2, 4))
+    p["button"].click()
+    assert p["status"].value == "failed: RuntimeError: out of memory"
+    assert not p["button"].disabled and timelines == {} and p["drawn"] == []
+
+
+def test_timeline_panel_without_a_gpu_cannot_measure(monkeypatch):
+    p = _live_panel(monkeypatch, lambda s, c: pytest.fail("measured without a GPU"), {}, gpu=False)
+    assert p["button"].disabled and p["status"].value.startswith("No GPU here")
+
+
 # ------------------------------------------------------------------------------------ the chapter
 
 def test_chapter_cells_parse_and_setup_cell_comes_first():
