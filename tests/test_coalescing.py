@@ -22,7 +22,7 @@ KERNEL_DIR = ROOT / "kernels" / "cuda" / "coalescing"
 ARCHS = ["sm_75", "sm_90"]
 TILED = [f"transpose_tiled<{t}, {r}, {p}>" for t, r, p in [
     (32, 8, 0), (32, 8, 1), (16, 4, 1), (16, 8, 1), (16, 16, 1), (32, 4, 1), (32, 16, 1), (32, 32, 1),
-    (64, 4, 1), (64, 8, 1), (64, 16, 1)]]
+    (64, 4, 1), (64, 8, 1), (64, 16, 1), (16, 2, 1), (16, 1, 1), (32, 2, 1)]]
 
 KERNELS = {
     "access_patterns.cu": ["copy_strided", "copy_offset"],
