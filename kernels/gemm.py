@@ -572,6 +572,22 @@ def tensor_core_rung(compute_capability: Any) -> Rung:
     return Rung("8 tensor cores (WMMA)", "wmma", DEFAULTS["wmma"])
 
 
+def chapter_rungs(compute_capability: Any) -> list[Rung]:
+    """Every rung kernel the chapter launches on a GPU of this compute capability, in the chapter's
+    default configuration: the fp32 ladder (``ladder``) and the forms of rung 8 (register staging
+    everywhere; from 8.0 on also the cp.async form and the pipelined one). The chapter's table of
+    ptxas reports lists them for 9.0 (tests/test_gemm_resources.py checks it)."""
+    from kernels.occupancy import GpuLimits
+
+    lim = GpuLimits.for_compute_capability(str(compute_capability))
+    rungs = ladder(compute_capability)
+    rungs.append(Rung("8 tensor cores (WMMA)", "wmma", default_params("wmma", lim)))
+    if _cc_tuple(compute_capability) >= (8, 0):
+        rungs.append(Rung("8 tensor cores (WMMA, cp.async)", "wmma_cp_async", default_params("wmma_cp_async", lim)))
+        rungs.append(Rung("8 tensor cores (WMMA, pipelined)", "wmma_pipelined", default_params("wmma_pipelined", lim)))
+    return rungs
+
+
 # ----------------------------------------------------------------------------- launching
 
 def check_sizes(M: int, N: int, K: int) -> None:
