@@ -32,7 +32,7 @@ from kernels import ceil_div  # noqa: E402
 KERNEL_FILE = "reduce/vec4_sum.cu"
 KERNEL_NAME = "sum_vec4_single_pass"
 REL_TOL = 1e-5
-CHAPTER_BLOCK = 256          # the chapter's BLOCK: threads per block of its wave-grid runners
+CHAPTER_BLOCK = 1024         # the chapter's VEC_BLOCK: threads per block of rungs 7 and 8 (one wave each)
 
 
 def wave_grid(kernel, block, sm_count):

@@ -180,3 +180,44 @@ def test_worked_occupancy_limiters():
     heavy = occupancy(256, 64, 48 * 1024, "9.0")
     assert heavy.block_limits["registers"] == 4 and heavy.block_limits["shared memory"] == 4
     assert occupancy(256, 64, 48 * 1024, "7.5").limiter == "shared memory"
+
+
+# ------------------------------------------------------------------ the recorded run's vector add
+
+VECTOR_ADD_TARGET = 85.0  # % of the measured copy bandwidth that vector add at 2^26 floats must reach
+VECTOR_ADD_ROW = re.compile(r"^vector_add \(\d+/blk\)\s+[\d.]+ ms\s+(\d+)\s+([\d.]+) %$", re.M)
+COPY_ROW = re.compile(r"^copy ceiling\s+(\d+)\s+100\.0 %$", re.M)
+
+
+def vector_add_percent(text: str) -> float:
+    """The vector add's % of the copy ceiling in the table its cell printed, checked against the two
+    bandwidths printed beside it."""
+    row, ceiling = VECTOR_ADD_ROW.search(text), COPY_ROW.search(text)
+    assert row and ceiling, "the vector add cell no longer prints its table"
+    gbps, percent = float(row.group(1)), float(row.group(2))
+    assert abs(100 * gbps / float(ceiling.group(1)) - percent) < 0.1, (gbps, percent, ceiling.group(1))
+    return percent
+
+
+def recorded_vector_add_output() -> str:
+    import json
+
+    nb = json.loads(CHAPTER.with_suffix(".ipynb").read_text(encoding="utf-8"))
+    for cell in nb["cells"]:
+        if cell["cell_type"] == "code" and "vector_add(grid, block, (x, y, out, N))" in "".join(cell["source"]):
+            return "".join("".join(o.get("text", "")) for o in cell.get("outputs", []) if o.get("output_type") == "stream")
+    raise AssertionError("no vector add cell in the recorded notebook")
+
+
+def test_recorded_vector_add_reaches_the_target_share_of_copy_bandwidth():
+    assert "problem_size(gpu=2**26" in "\n".join(code_cells())  # the size the target is set for
+    assert vector_add_percent(recorded_vector_add_output()) >= VECTOR_ADD_TARGET
+
+
+def test_vector_add_check_can_fail():
+    slow = ("vector_add (256/blk)     0.400 ms     2000      67.1 %\n"
+            "copy ceiling                         2981     100.0 %\n")
+    assert vector_add_percent(slow) < VECTOR_ADD_TARGET
+    inconsistent = slow.replace("67.1 %", "95.0 %")
+    with pytest.raises(AssertionError):
+        vector_add_percent(inconsistent)
