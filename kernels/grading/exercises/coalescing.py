@@ -1,4 +1,5 @@
-"""Exercises of the "Coalescing" chapter: the misaligned transpose, a GEMV for short rows, strides by hand."""
+"""Exercises of the "Coalescing" chapter: the misaligned transpose, a tiled transpose from scratch, a GEMV for
+short rows, strides by hand."""
 from __future__ import annotations
 
 import numpy as np
@@ -55,6 +56,48 @@ TRANSPOSE = Exercise(
     launch_text=("blocks of 32 x 8 threads and a grid of ceil(cols / 64) x ceil(rows / 32) blocks: each block "
                  "transposes a tile of 32 rows and 64 columns of `in`."),
     make_cases=_transpose_cases, launch=_transpose_launch, reference=_transpose_reference,
+    perf=PerfSpec(case=_transpose_perf_case, metric="GB/s", work=lambda c: 8 * c.scalars["rows"] * c.scalars["cols"],
+                  baseline="copy", target=0.8, describe="8 bytes per element (one read, one write)", repeat=10),
+)
+
+# --------------------------------------------------------------------------------------------------
+# Write a kernel: the tiled, bank-conflict-free transpose (one 32 x 32 tile per block of 32 x 8 threads)
+# --------------------------------------------------------------------------------------------------
+
+TILE = 32
+
+
+def _tiled_cases(rng, vis: str) -> list[Case]:
+    if vis == "public":
+        shapes = [(1, 1, "one element"), (2, 3, "smaller than a tile"), (32, 32, "exactly one tile"),
+                  (1, 1000, "a single row"), (1000, 1, "a single column"), (97, 61, "prime sides"),
+                  (33, 31, "one past and one short of a tile"), (1000, 777, "ragged on both sides"),
+                  (31, 4097, "one long row of tiles"), (4097, 33, "one tall column of tiles"),
+                  (2047, 2053, "large, ragged")]
+    else:
+        shapes = [(random_prime(rng, 100, 900), random_prime(rng, 100, 900), "prime sides"),
+                  (off_multiple(rng, 2, 300, 32), off_multiple(rng, 2, 300, 32), "ragged on both sides"),
+                  (near_multiple(rng, 64, 1024, 32), near_multiple(rng, 64, 1024, 32), "one off the tile"),
+                  (1, int(rng.integers(2000, 9000)), "a single row"),
+                  (int(rng.integers(2000, 9000)), 1, "a single column"),
+                  (int(rng.integers(2, 32)), off_multiple(rng, 1000, 5000, 32), "a few long rows")]
+    return [_transpose_case(rng, r, c, why, vis) for r, c, why in shapes]
+
+
+def _tiled_launch(ctx: LaunchContext) -> None:
+    rows, cols = ctx["rows"], ctx["cols"]
+    ctx.kernel()((blocks(cols, TILE), blocks(rows, TILE)), (32, 8), (ctx["inp"], ctx["out"], rows, cols))
+
+
+TRANSPOSE_TILED = Exercise(
+    id="coalescing/transpose_tiled",
+    title="Write the tiled, conflict-free transpose",
+    kind="write",
+    kernels=(KernelSpec("transpose_tiled", "(const float* in, float* out, int rows, int cols)"),),
+    launch_text=("blocks of 32 x 8 threads and a grid of ceil(cols / 32) x ceil(rows / 32) blocks: block "
+                 "(bx, by) transposes the tile of 32 x 32 elements of `in` that starts at row 32 * by and "
+                 "column 32 * bx."),
+    make_cases=_tiled_cases, launch=_tiled_launch, reference=_transpose_reference,
     perf=PerfSpec(case=_transpose_perf_case, metric="GB/s", work=lambda c: 8 * c.scalars["rows"] * c.scalars["cols"],
                   baseline="copy", target=0.8, describe="8 bytes per element (one read, one write)", repeat=10),
 )
@@ -180,4 +223,4 @@ STRIDES = Exercise(
     measure=_stride_measure,
 )
 
-EXERCISES = [TRANSPOSE, GEMV, STRIDES]
+EXERCISES = [TRANSPOSE, TRANSPOSE_TILED, GEMV, STRIDES]

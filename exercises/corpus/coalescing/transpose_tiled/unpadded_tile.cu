@@ -1,0 +1,20 @@
+// expect: too_slow
+// expect-cpu: passed
+// why: correct, but the tile has a pitch of 32 floats: every column read is a 32-way bank conflict, and shared memory instead of DRAM limits the kernel
+#define TILE 32
+#define BLOCK_ROWS 8
+extern "C" __global__ void transpose_tiled(const float* in, float* out, int rows, int cols)
+{
+    __shared__ float tile[TILE][TILE];
+    const int x = blockIdx.x * TILE + threadIdx.x;
+    const int y0 = blockIdx.y * TILE;
+    for (int j = threadIdx.y; j < TILE; j += BLOCK_ROWS) {
+        if (y0 + j < rows && x < cols) tile[j][threadIdx.x] = in[(long long)(y0 + j) * cols + x];
+    }
+    __syncthreads();
+    const int ox = blockIdx.y * TILE + threadIdx.x;
+    const int oy0 = blockIdx.x * TILE;
+    for (int j = threadIdx.y; j < TILE; j += BLOCK_ROWS) {
+        if (oy0 + j < cols && ox < rows) out[(long long)(oy0 + j) * rows + ox] = tile[threadIdx.x][j];
+    }
+}
