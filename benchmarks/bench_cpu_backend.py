@@ -259,23 +259,17 @@ def main() -> int:
     rows.append(("tiled SGEMM", f"{size}x{size}x{size}, 16x16 tiles", best_of(run_sgemm, repeat), None, 5.0, ""))
 
     p, q, out = xp.ones(n_add, np.float32), xp.full(n_add, 2.0, np.float32), xp.zeros(n_add, np.float32)
-    add = vector_add.get_function("vector_add")
+    def time_add(kernel) -> float:
+        out[:] = 0
+        kernel((n_add // 256,), (256,), (p, q, out, n_add))
+        assert bool((out == 3).all())
+        return best_of(lambda: kernel((n_add // 256,), (256,), (p, q, out, n_add)), repeat)
 
-    def run_add():
-        add((n_add // 256,), (256,), (p, q, out, n_add))
-    run_add()
-    assert bool((out == 3).all())
-    plain_s = best_of(run_add, repeat)
-    rows.append(("vector add (no barriers)", f"2^{n_add.bit_length() - 1} floats", plain_s, None, None, ""))
-    out[:] = 0
-    add_barrier = module.get_function("vector_add_with_barrier")
-
-    def run_add_barrier():
-        add_barrier((n_add // 256,), (256,), (p, q, out, n_add))
-    run_add_barrier()
-    assert bool((out == 3).all())
-    barrier_s = best_of(run_add_barrier, repeat)
-    rows.append(("... with one __syncthreads", f"2^{n_add.bit_length() - 1} floats", barrier_s, None, None,
+    plain_s = time_add(vector_add.get_function("vector_add"))
+    barrier_s = time_add(module.get_function("vector_add_with_barrier"))
+    added = f"2^{n_add.bit_length() - 1} floats"
+    rows.append(("vector add (no barriers)", added, plain_s, None, None, ""))
+    rows.append(("... with one __syncthreads", added, barrier_s, None, None,
                  f"{barrier_s / plain_s:.1f}x the time without it"))
 
     empty = module.get_function("nothing")
