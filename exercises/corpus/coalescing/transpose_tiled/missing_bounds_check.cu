@@ -1,6 +1,6 @@
 // expect: oob_write | crash
-// expect-cpu: crash
-// why: no bounds checks: unless rows and cols are multiples of 32 the edge blocks read past the end of in and write past the end of out (the CPU backend stops at the first read that leaves the arrays)
+// expect-cpu: oob_write | crash
+// why: no bounds checks: unless rows and cols are multiples of 32 the edge blocks read past the end of in and write past the end of out. The CPU backend stops at the first access outside an allocation: oob_read or oob_write when the address falls in the guard band of an argument array, crash when it falls in memory that belongs to none, which depends on where the arrays happen to be placed
 #define TILE 32
 #define BLOCK_ROWS 8
 extern "C" __global__ void transpose_tiled(const float* in, float* out, int rows, int cols)
