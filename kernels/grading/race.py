@@ -71,7 +71,8 @@ class RepeatProbe:
             diff = _differences(first, again)
             if diff:
                 return Finding(V.RACE, f"a second run on the same inputs changed {', '.join(diff)}: the result "
-                                       f"depends on thread timing (a missing __syncthreads() or __syncwarp()?)")
+                                       f"depends on thread timing or on memory it never wrote (a missing __syncthreads() or "
+                                       f"__syncwarp(), or shared memory read where nothing was stored?)")
         return None
 
 

@@ -16,6 +16,18 @@ from kernels import softmax as sm
 pytestmark = pytest.mark.gpu
 
 
+def _torch():
+    """torch, or a skip naming why not: absent, broken (an install can fail inside its own import
+    with something other than ImportError), or blind to the GPU."""
+    try:
+        import torch
+    except Exception as exc:                                            # noqa: BLE001
+        pytest.skip(f"torch does not import here: {type(exc).__name__}: {exc}")
+    if not torch.cuda.is_available():
+        pytest.skip("torch does not see the GPU")
+    return torch
+
+
 def test_blocks_per_sm_from_the_occupancy_calculator(k):
     """A 128 KiB row in shared memory leaves room for one block per SM; 256-thread register-cached
     blocks fit several; the answer never exceeds what the threads allow."""
@@ -41,9 +53,7 @@ def test_sweep_measure_point(k):
 
 
 def test_torch_agrees_and_differs_only_on_masked_rows(k):
-    torch = pytest.importorskip("torch")
-    if not torch.cuda.is_available():
-        pytest.skip("torch does not see the GPU")
+    torch = _torch()
     cp = k.array_module()
 
     for dtype, cols in (("float32", 128), ("float32", 4096), ("float32", 32768), ("float16", 4096)):
@@ -58,9 +68,7 @@ def test_torch_agrees_and_differs_only_on_masked_rows(k):
 
 
 def test_on_cupy_stream_runs_torch_on_cupys_stream(k):
-    torch = pytest.importorskip("torch")
-    if not torch.cuda.is_available():
-        pytest.skip("torch does not see the GPU")
+    torch = _torch()
     cp = k.array_module()
 
     seen = []

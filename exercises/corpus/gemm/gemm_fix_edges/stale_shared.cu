@@ -1,6 +1,7 @@
-// expect: wrong_result | nan
+// expect: wrong_result | nan | race
 // why: the store is guarded now, but skipped loads still leave stale values in the shared tiles
-// (never-written shared memory may hold anything, NaN included)
+// (never-written shared memory may hold anything, NaN included, and may differ from run to run, which the
+// grader's second run reports as a race)
 #define TILE 16
 extern "C" __global__ void sgemm_tiled16(const float* A, const float* B, float* C, int M, int N, int K)
 {
