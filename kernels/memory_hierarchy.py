@@ -3,13 +3,17 @@
 Everything here runs without a GPU (the chain builder takes ``xp=cupy`` to build on the device):
 
 - :func:`chase_chain`: one random cycle through the cache lines of a working set, for ``pointer_chase``.
-- :func:`follow_chain`: where ``pointer_chase`` ends after a number of steps (its reference).
+- :func:`shared_chain`: one random cycle through every word of a chain that fits in shared memory, for
+  ``shared_chase``.
+- :func:`follow_chain`: where ``pointer_chase`` and ``shared_chase`` end after a number of steps (their
+  reference).
 - :func:`conflict_degree`: how many passes shared memory needs for one warp-wide access.
 - :func:`bank_stride_reference`, :func:`lookup_reference`, :func:`reread_reference`,
   :func:`tile_transpose_reference`: float64 references of the chapter's kernels.
 - :func:`bank_map`: a figure of which bank each lane of a warp hits, for a few strides.
 - :func:`tile_layouts`: a figure of the bank of every element of a 32x32 tile, plain, padded, swizzled.
-- :func:`latency_plot`: nanoseconds per load against the working set, with the cache sizes marked.
+- :func:`latency_plot`: nanoseconds per load against the working set, with the cache sizes marked (and
+  optionally levels without a working-set axis, such as shared memory, as horizontal lines).
 """
 from __future__ import annotations
 
@@ -25,6 +29,7 @@ WARP = 32
 LINE_BYTES = 128  # L1 and L2 cache line
 TABLE_WORDS = 1024  # bank_stride.cu's shared table
 LOOKUP_ENTRIES = 256  # constant_table.cu's table
+SHARED_CHASE_MAX_ENTRIES = 12 * 1024  # 48 KiB: the shared memory a block gets without opting in to more
 
 
 def chase_chain(working_set_bytes: int, line_bytes: int = LINE_BYTES, seed: int | None = None,
@@ -52,6 +57,19 @@ def chase_chain(working_set_bytes: int, line_bytes: int = LINE_BYTES, seed: int 
     nxt = xp.zeros(lines * words_per_line, dtype=xp.uint32)
     nxt[order * words_per_line] = xp.roll(order, -1) * words_per_line
     return nxt
+
+
+def shared_chain(entries: int, seed: int | None = None, xp: Any = np) -> Any:
+    """A uint32 array of ``entries`` words holding one random cycle through all of them, for ``shared_chase``.
+
+    :func:`chase_chain` with 4-byte "lines": shared memory has no cache lines, so every word is on the
+    cycle. Word 0 is on it. ``4 * entries`` bytes must fit in the 48 KiB of shared memory a block may
+    use without opting in to more (CUDA C++ Programming Guide), on every GPU the course supports.
+    """
+    entries = int(entries)
+    if not 1 <= entries <= SHARED_CHASE_MAX_ENTRIES:
+        raise ValueError(f"a shared-memory chain needs 1 to {SHARED_CHASE_MAX_ENTRIES} entries, not {entries}")
+    return chase_chain(4 * entries, line_bytes=4, seed=seed, xp=xp)
 
 
 def follow_chain(nxt: Any, steps: int, start: int = 0) -> int:
@@ -175,8 +193,13 @@ def tile_layouts() -> Figure:
 
 
 def latency_plot(records: Sequence[Mapping[str, Any]], x: str, y: str,
-                 marks: Mapping[str, float], title: str = "") -> Figure:
-    """y against x (log-log) for the records that have y, with a vertical line per mark (in x units)."""
+                 marks: Mapping[str, float], title: str = "",
+                 levels: Mapping[str, float] | None = None) -> Figure:
+    """y against x (log-log) for the records that have y, with a vertical line per mark (in x units).
+
+    ``levels`` adds a labelled horizontal line per entry (in y units): a latency measured without a
+    working-set sweep, such as shared memory's.
+    """
     pts = sorted((r[x], r[y]) for r in records if r.get(y) is not None)
     fig, ax = plt.subplots(figsize=(8, 3.8))
     if pts:
@@ -186,6 +209,10 @@ def latency_plot(records: Sequence[Mapping[str, Any]], x: str, y: str,
         ax.axvline(value, color="gray", ls="--", lw=1)
         ax.text(value, 0.97 - 0.08 * i, f" {label}", transform=ax.get_xaxis_transform(), fontsize=8,
                 va="top", color="dimgray")
+    for label, value in (levels or {}).items():
+        ax.axhline(value, color="tab:green", ls=":", lw=1.2)
+        ax.text(0.01, value, f"{label} ", transform=ax.get_yaxis_transform(), fontsize=8, va="bottom",
+                color="tab:green")
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     ax.set_xlabel(x)

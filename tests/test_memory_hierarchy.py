@@ -24,6 +24,7 @@ ARCHS = ["sm_75", "sm_90"]
 
 KERNELS = {
     "pointer_chase.cu": ["pointer_chase"],
+    "shared_chase.cu": ["shared_chase"],
     "reread.cu": ["reread"],
     "bank_stride.cu": ["bank_stride"],
     "tile_transpose.cu": ["tile_transpose_plain", "tile_transpose_padded", "tile_transpose_swizzled"],
@@ -59,8 +60,33 @@ def test_static_shared_memory(arch):
     assert compiled("bank_stride.cu", arch).resources["bank_stride"].shared_bytes == 4 * mh.TABLE_WORDS
     for report in compiled("tile_transpose.cu", arch).resources.values():
         assert report.shared_bytes == 4 * 32 * 33  # sized for the padded layout in all three
-    for name in ("pointer_chase", "reread"):
+    for name in ("pointer_chase", "reread", "shared_chase"):  # shared_chase's is dynamic only
         assert not compiled(f"{name}.cu", arch).resources[name].shared_bytes
+
+
+@needs_nvrtc
+@pytest.mark.parametrize("arch", ARCHS)
+def test_shared_chase_walks_shared_memory(arch):
+    """The chase loads from shared memory; the only global load is the copy into it."""
+    ptx = compiled("shared_chase.cu", arch).ptx
+    assert "ld.shared.u32" in ptx and "st.shared.u32" in ptx and "bar.sync" in ptx
+    assert ptx.count("ld.global") == 1
+    assert "%globaltimer" in ptx and "%clock64" in ptx
+
+
+def test_shared_chase_follows_pointer_chase():
+    """Same clocks, same outputs, same argument names (plus the chain length for the copy)."""
+    from kernels.signature import parse_signature
+
+    chase, shared = source("memory_hierarchy/pointer_chase.cu"), source("memory_hierarchy/shared_chase.cu")
+    names = lambda code, kernel: [p.name for p in parse_signature(code, kernel)]
+    assert names(shared, "shared_chase") == ["next", "entries", "warm_steps", "steps", "last", "timing"]
+    assert [n for n in names(shared, "shared_chase") if n != "entries"] == names(chase, "pointer_chase")
+    for line in ("timing[0] = c1 - c0;", "timing[1] = (long long)(t1 - t0);", "last[0] = j;",
+                 'asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));'):
+        assert line in chase and line in shared
+    assert "extern __shared__ unsigned int s[];" in shared
+    assert 4 * mh.SHARED_CHASE_MAX_ENTRIES == 48 * 1024  # the shared memory a block gets without opting in
 
 
 def test_constant_table_size_matches_helpers():
@@ -85,6 +111,36 @@ def test_chase_chain_is_one_cycle_over_all_lines(nbytes):
         j = int(nxt[j])
     assert j == 0 and len(seen) == lines
     assert not np.any(nxt.reshape(lines, 32)[:, 1:])
+
+
+@pytest.mark.parametrize("entries", [1, 2, 7, 1009, 4096, 8192, mh.SHARED_CHASE_MAX_ENTRIES])
+def test_shared_chain_is_one_cycle_over_all_words(entries):
+    nxt = mh.shared_chain(entries, seed=11)
+    assert nxt.dtype == np.uint32 and len(nxt) == entries
+    assert sorted(nxt.tolist()) == list(range(entries))
+    seen, j = set(), 0
+    for _ in range(entries):
+        assert j not in seen
+        seen.add(j)
+        j = int(nxt[j])
+    assert j == 0 and len(seen) == entries
+    assert mh.follow_chain(nxt, entries) == 0
+
+
+@pytest.mark.parametrize("entries", [0, -1, mh.SHARED_CHASE_MAX_ENTRIES + 1])
+def test_shared_chain_rejects_sizes_outside_shared_memory(entries):
+    with pytest.raises(ValueError):
+        mh.shared_chain(entries)
+
+
+def test_latency_plot_draws_levels_as_horizontal_lines():
+    records = [{"kib": 4, "ns": 20.0}, {"kib": 8192, "ns": 140.0}]
+    ax = mh.latency_plot(records, "kib", "ns", {"L1": 256}).axes[0]
+    assert len(ax.lines) == 2                                    # the curve and one mark
+    ax = mh.latency_plot(records, "kib", "ns", {"L1": 256}, levels={"shared": 9.0}).axes[0]
+    assert len(ax.lines) == 3 and list(ax.lines[-1].get_ydata()) == [9.0, 9.0]
+    assert ax.get_ylim()[0] <= 9.0                               # the line is inside the axes
+    assert "shared " in [text.get_text() for text in ax.texts]
 
 
 def test_chase_chain_rejects_tiny_sets():

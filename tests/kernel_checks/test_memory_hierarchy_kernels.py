@@ -3,8 +3,8 @@
 Every kernel is checked with kernels.check against a float64 NumPy reference (from
 kernels.memory_hierarchy, tested against plain loops in tests/test_memory_hierarchy.py) on fresh random
 inputs, sizes that are not multiples of the block or tile (1 and primes included) and NaN-poisoned
-outputs. pointer_chase reads the GPU's %globaltimer with inline PTX: it runs on GPUs only, and the
-CPU backend refuses it at compile time, naming the line.
+outputs. pointer_chase and shared_chase read the GPU's %globaltimer with inline PTX: they run on GPUs
+only, and the CPU backend refuses them at compile time, naming the line.
 """
 from __future__ import annotations
 
@@ -50,6 +50,35 @@ def test_pointer_chase_chain_on_device_is_a_cycle(k):
     nxt = mh.chase_chain(128 * 3001, seed=5, xp=k.xp).get()
     assert mh.follow_chain(nxt, 3001) == 0
     assert len({mh.follow_chain(nxt, s) for s in range(3001)}) == 3001
+
+
+@pytest.mark.gpu_only_size  # inline PTX: see test_shared_chase_is_refused_on_the_cpu
+@pytest.mark.parametrize("entries", [1, 2, 7, 1009, 8192, mh.SHARED_CHASE_MAX_ENTRIES])
+@pytest.mark.parametrize("steps", [0, 1, 997])
+@pytest.mark.parametrize("threads", [1, 96])  # the chapter launches one; more threads only share the copy
+def test_shared_chase(k, entries, steps, threads):
+    cp = k.xp
+    chase = k.load_kernel("memory_hierarchy/shared_chase.cu", "shared_chase")
+    timing = cp.zeros(2, dtype=cp.int64)
+
+    def launch(nxt, warm_steps, steps, last):
+        chase((1,), (threads,), (nxt, nxt.size, warm_steps, steps, last, timing), shared_mem=4 * nxt.size)
+
+    report = k.check(launch, lambda nxt, warm_steps, steps: np.array([mh.follow_chain(nxt, warm_steps + steps)]),
+                     inputs={"nxt": mh.shared_chain(entries), "warm_steps": 3, "steps": steps},
+                     outputs={"last": (1, np.uint32)}, tol=0)
+    assert report, str(report)
+    cycles, ns = (int(v) for v in timing.get())
+    assert cycles >= 0 and ns >= 0
+
+
+def test_shared_chase_is_refused_on_the_cpu(k):
+    if not k.on_cpu:
+        pytest.skip("a CPU-backend test")
+    from kernels.cpu import UnsupportedFeatureError
+
+    with pytest.raises(UnsupportedFeatureError, match=r"shared_chase.cu:21: inline PTX assembly"):
+        k.load_kernel("memory_hierarchy/shared_chase.cu", "shared_chase")
 
 
 @pytest.mark.parametrize("n4,threads", [(1, 128), (13, 128), (1001, 384), (65_537, 1280)])
