@@ -32,7 +32,8 @@ from kernels import ceil_div  # noqa: E402
 KERNEL_FILE = "reduce/vec4_sum.cu"
 KERNEL_NAME = "sum_vec4_single_pass"
 REL_TOL = 1e-5
-CHAPTER_BLOCK = 1024         # the chapter's VEC_BLOCK: threads per block of rungs 7 and 8 (one wave each)
+CHAPTER_BLOCK = 1024         # the chapter's VEC_BLOCK: threads per block of rungs 7 and 8
+CHAPTER_PER_THREAD = 64      # the chapter's VEC_PER_THREAD: elements per thread they aim for (at least one wave)
 
 
 def wave_grid(kernel, block, sm_count):
@@ -64,14 +65,16 @@ def configurations(kernel, sm_count, n):
     configs = []
     for threads in (256, 512, 1024):
         grid = wave_grid(kernel, threads, sm_count)
-        note = " (chapter default)" if threads == CHAPTER_BLOCK else ""
-        configs.append((f"wave, {threads} thr{note}", threads, grid))
+        configs.append((f"wave, {threads} thr", threads, grid))
     wave = wave_grid(kernel, CHAPTER_BLOCK, sm_count)
     for waves in (2, 4):
         configs.append((f"{waves} waves, {CHAPTER_BLOCK} thr", CHAPTER_BLOCK, waves * wave))
     for threads, per_thread in ((1024, 16), (1024, 32), (1024, 64), (512, 64), (256, 128)):
-        configs.append((f"{threads} thr x {per_thread}/thr", threads,
-                        ceil_div(n, threads * per_thread)))
+        chapter = threads == CHAPTER_BLOCK and per_thread == CHAPTER_PER_THREAD
+        grid = ceil_div(n, threads * per_thread)
+        if chapter:                                   # the chapter's rule: never fewer blocks than a wave
+            grid = max(grid, wave_grid(kernel, threads, sm_count))
+        configs.append((f"{threads} thr x {per_thread}/thr{' (chapter default)' if chapter else ''}", threads, grid))
     return configs
 
 
@@ -138,7 +141,7 @@ def main(argv=None):
         print(f"round {r + 1}/{args.rounds} done")
 
     lib = medians["cupy.sum"]
-    header = (f"{'config':<32}{'threads':>8}{'grid':>7}{'el/thr':>8}{'ms':>9}{'GB/s':>7}{'% copy':>8}"
+    header = (f"{'config':<38}{'threads':>8}{'grid':>7}{'el/thr':>8}{'ms':>9}{'GB/s':>7}{'% copy':>8}"
               f"  {'x cupy.sum per round':<{6 * args.rounds}}{'median':>7}  >=1 all")
     print()
     print(f"n = 2^{args.log2n} float32, {args.rounds} rounds x benchmark(warmup={args.warmup}, "
@@ -155,7 +158,7 @@ def main(argv=None):
         ok = all(q >= 1.0 for q in ratios)
         if ok and grid:
             always.append(label)
-        print(f"{label:<32}{threads or '':>8}{grid or '':>7}{per_thread:>8}{ms:9.4f}{gb:7.0f}"
+        print(f"{label:<38}{threads or '':>8}{grid or '':>7}{per_thread:>8}{ms:9.4f}{gb:7.0f}"
               f"{100 * gb / ceil.copy_gbps:8.1f}  {''.join(f'{q:6.3f}' for q in ratios):<{6 * args.rounds}}"
               f"{ratio:7.3f}  {'yes' if ok and grid else ''}")
     print()
