@@ -296,7 +296,7 @@ function draw(){
   svg.appendChild(el("text",{x:R+4,y:t+4,"font-size":11,fill:"#333"},C.hlines[j][0]+" "+fmt(hv)));}
  var cur={};for(j=0;j<C.controls.length;j++)cur[C.controls[j]]=current(C.controls[j]);
  var keep=[]; for(k=0;k<D.n;k++){var ok=true;for(j=0;j<C.controls.length;j++){var f=C.controls[j];if(cols[f][k]!==cur[f]){ok=false;break;}}if(ok)keep.push(k);}
- var sx=selectedX(), picked=[], legend=root.querySelector(".course-explorer-legend"), lh=[];
+ var sx=selectedX(), picked=[], legend=root.querySelector(".course-explorer-legend"), lh=[], untimed=0;
  var X=cols[C.x];
  for(var s=0;s<series.length;s++){
   var rows=[];for(j=0;j<keep.length;j++){k=keep[j];if(!C.series||cols[C.series][k]===series[s])rows.push(k);}
@@ -308,10 +308,17 @@ function draw(){
   if(d) svg.appendChild(el("path",{d:d,fill:"none",stroke:color,"stroke-width":2,"class":"course-explorer-line","data-series":String(series[s])}));
   for(j=0;j<rows.length;j++){k=rows[j];yv=ys[k];if(!isnum(yv)||(C.logY&&yv<=0))continue;var sel=X[k]===sx;
    svg.appendChild(el("circle",{cx:px(X[k]).toFixed(1),cy:py(yv).toFixed(1),r:sel?5.5:2.5,fill:sel?"#fff":color,stroke:color,"stroke-width":sel?2.5:1,"class":sel?"course-explorer-selected":"course-explorer-point"}));}
+  for(j=0;j<rows.length;j++){k=rows[j];if(isnum(ys[k])||!(cols.note&&cols.note[k]))continue;
+   if(!categorical&&!(isnum(X[k])&&(!C.logX||X[k]>0)))continue;
+   var mx=px(X[k]),my=B-7,mark=el("g",{"class":"course-explorer-untimed","data-series":String(series[s])});
+   mark.appendChild(el("title",{},C.x+" = "+fmt(X[k])+": "+cols.note[k]));
+   mark.appendChild(el("path",{d:"M"+(mx-4)+" "+(my-4)+"L"+(mx+4)+" "+(my+4)+"M"+(mx-4)+" "+(my+4)+"L"+(mx+4)+" "+(my-4),stroke:color,"stroke-width":2}));
+   svg.appendChild(mark);untimed++;}
   for(j=0;j<rows.length;j++)if(X[rows[j]]===sx)picked.push([s,rows[j]]);
   if(C.series)lh.push('<span style="margin-right:12px"><span style="display:inline-block;width:14px;height:3px;background:'+color+';vertical-align:middle;margin-right:4px"></span>'+esc(C.series+" = "+fmt(series[s]))+"</span>");
  }
  if(sx!==undefined&&(categorical||isnum(sx))){t=px(sx);svg.insertBefore(el("line",{x1:t,x2:t,y1:T,y2:B,stroke:"#bbb","stroke-dasharray":"2 3"}),svg.childNodes[1]);}
+ if(untimed)lh.push('<span style="margin-right:12px">\u00d7 not timed (invalid or spills; hover for why)</span>');
  legend.innerHTML=lh.join("");
  var lines=[];
  for(j=0;j<picked.length;j++){k=picked[j][1];var parts=[];

@@ -337,7 +337,11 @@ def live_panel(sweep: Sweep) -> Any:
 
 
 def _plot(sweep: Sweep, point: Mapping[str, Any]) -> None:
-    """y against x for the records matching the other controls, the selected point circled."""
+    """y against x for the records matching the other controls, the selected point circled.
+
+    Points that were not timed (a record with a note and no y: invalid or spilling configurations)
+    are marked with an x at the bottom of the axes, so a gap in a curve says why it is there.
+    """
     import matplotlib.pyplot as plt
     from IPython.display import display
 
@@ -345,6 +349,7 @@ def _plot(sweep: Sweep, point: Mapping[str, Any]) -> None:
     rows = [r for r in sweep._records if all(r.get(k) == v for k, v in fixed.items())]
     groups = sweep.params[sweep.series] if sweep.series else [None]
     fig, ax = plt.subplots(figsize=(6.5, 3.4))
+    marked_untimed = False
     for group in groups:
         mine = [r for r in rows if group is None or r.get(sweep.series) == group]
         pts = sorted((r[sweep.x], r[sweep.y]) for r in mine if _is_number(r.get(sweep.y)))
@@ -354,6 +359,13 @@ def _plot(sweep: Sweep, point: Mapping[str, Any]) -> None:
         if chosen:
             ax.plot([r[sweep.x] for r in chosen], [r[sweep.y] for r in chosen], "o", ms=10,
                     mfc="none", mec=line.get_color(), mew=2)
+        untimed = [r[sweep.x] for r in mine if not _is_number(r.get(sweep.y)) and r.get("note")]
+        if untimed:                                   # invalid or spilling: an x on the floor, never a value
+            ax.plot(untimed, [0.03] * len(untimed), "x", ms=8, mew=2, color=line.get_color(),
+                    transform=ax.get_xaxis_transform(), clip_on=False)
+            marked_untimed = True
+    if marked_untimed:
+        ax.plot([], [], "x", ms=8, mew=2, color="0.3", label="not timed (invalid or spills)")
     for name, value in sweep.hlines.items():
         ax.axhline(value, ls="--", color="0.4", lw=1)
         ax.annotate(f"{name} {value:g}", (1.0, value), xycoords=("axes fraction", "data"),
@@ -367,7 +379,7 @@ def _plot(sweep: Sweep, point: Mapping[str, Any]) -> None:
     ax.set_title(", ".join(f"{k} = {v}" for k, v in fixed.items()), fontsize=9)
     if sweep.cpu_timed:
         timing.label_cpu_axes(ax)
-    if sweep.series:
+    if sweep.series or marked_untimed:
         ax.legend(fontsize=8)
     ax.grid(alpha=0.3)
     fig.tight_layout()

@@ -28,7 +28,10 @@ def state(driver, explorer_id):
                    function(p){return p.getAttribute('d');}),
                 readout: r.querySelector('.course-explorer-readout').textContent,
                 hlines: r.querySelectorAll('.course-explorer-hline').length,
-                selected: r.querySelectorAll('circle.course-explorer-selected').length};""", explorer_id)
+                selected: r.querySelectorAll('circle.course-explorer-selected').length,
+                untimed: Array.prototype.map.call(r.querySelectorAll('g.course-explorer-untimed'),
+                   function(g){return g.getAttribute('data-series') + ': ' + g.textContent;}),
+                legend: r.querySelector('.course-explorer-legend').textContent};""", explorer_id)
 
 
 def move(driver, explorer_id, selector, value):
@@ -83,3 +86,17 @@ def test_two_explorers_on_one_page_are_independent(page):
     assert state(driver, first.id) == before
     s = state(driver, second.id)
     assert len(s["paths"]) == 1 and "ms =" in s["readout"]
+
+
+def test_untimed_points_are_marked_with_their_note(page):
+    """The points without a value (block 256 at the largest n) get an x per series whose tooltip
+    carries the note, and the legend says what the x means; other blocks have none."""
+    driver, first, _ = page
+    move(driver, first.id, 'input[data-control="block"]', 0)
+    s = state(driver, first.id)
+    assert s["untimed"] == [] and "not timed" not in s["legend"]
+    move(driver, first.id, 'input[data-control="block"]', 2)
+    s = state(driver, first.id)
+    assert sorted(m.split(":")[0] for m in s["untimed"]) == ["double", "float"]
+    assert all("too many resources" in m for m in s["untimed"])
+    assert "not timed" in s["legend"]

@@ -168,3 +168,31 @@ def test_summary_calls_the_smallest_time_best_and_the_largest_rate_best():
     latency = Sweep("l", {"n": [1, 2]}, None, x="n", y="ns_per_load", lower_is_better=False)
     latency.records = [{"n": 1, "ns_per_load": 5.0}, {"n": 2, "ns_per_load": 9.0}]
     assert "best (highest) ns_per_load = 9" in latency.summary()
+
+
+def test_plot_marks_untimed_points_at_the_bottom(displayed):
+    """A failed or rejected point (a note, no y) gets an x on the floor of the plot, in its series'
+    colour, and a legend entry; timed points are drawn as lines and never as x marks."""
+    pytest.importorskip("matplotlib")
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from kernels.sweep import _plot
+
+    s = make()
+    s.run(progress=False)
+    figures = []
+    import matplotlib.pyplot as plt
+    monkey_close = plt.close
+    try:
+        plt.close = lambda fig=None: figures.append(fig)      # keep the figure to inspect it
+        _plot(s, {"block": 1024, "n": 1000, "dtype": "float"})
+        _plot(s, {"block": 128, "n": 1000, "dtype": "float"})
+    finally:
+        plt.close = monkey_close
+    marked, clean = (f.axes[0] for f in figures)
+    xs = [line for line in marked.get_lines() if line.get_marker() == "x" and len(line.get_xdata())]
+    assert len(xs) == 1 and sorted(xs[0].get_xdata()) == [1000, 100000]   # the two double points
+    assert "not timed (invalid or spills)" in [t.get_text() for t in marked.get_legend().get_texts()]
+    assert not [line for line in clean.get_lines() if line.get_marker() == "x" and len(line.get_xdata())]
+    assert "not timed (invalid or spills)" not in [t.get_text() for t in clean.get_legend().get_texts()]
