@@ -29,6 +29,8 @@ KERNELS = {
     "aos_soa.cu": ["scale_x_aos", "scale_x_soa"],
     "matmul_naive.cu": ["matmul_naive", "matmul_swapped"],
     "transpose.cu": ["copy_tiled", "transpose_naive", *TILED],
+    "transpose_stores.cu": [f"transpose_store_pattern<{t}, 8>" for t in (32, 64)]
+                           + [f"transpose_aligned_stores<{t}, 8>" for t in (32, 64)],
     "gemv.cu": ["gemv_thread_per_row", "gemv_warp_per_row"],
 }
 
@@ -67,6 +69,15 @@ def test_padded_tile_uses_the_shared_memory_it_declares(arch):
     assert r["transpose_tiled<32, 8, 1>"].shared_bytes == 32 * 33 * 4
     assert r["transpose_tiled<64, 16, 1>"].shared_bytes == 64 * 65 * 4
     assert r["copy_tiled"].shared_bytes == 0 and r["transpose_naive"].shared_bytes == 0
+
+
+@needs_nvrtc
+@pytest.mark.parametrize("arch", ARCHS)
+def test_aligned_stores_tile_has_eight_halo_rows(arch):
+    r = compiled("transpose_stores.cu", arch).resources
+    assert r["transpose_aligned_stores<32, 8>"].shared_bytes == 40 * 33 * 4
+    assert r["transpose_aligned_stores<64, 8>"].shared_bytes == 72 * 65 * 4
+    assert r["transpose_store_pattern<32, 8>"].shared_bytes == 0
 
 
 def test_no_vector_store_into_the_odd_pitch_tile():

@@ -23,6 +23,15 @@ SHAPES = [(1, 1), (1, 97), (97, 1), (31, 33), *gpu_only((1000, 777)), (33, 4097)
 # transpose.cu, which the compile tests also read, so a new one cannot be left unchecked.
 TILED = [tuple(int(v) for v in re.findall(r"-?\d+", expr))
          for expr in name_expressions_in(source("coalescing/transpose.cu")) if expr.startswith("transpose_tiled<")]
+# transpose_stores.cu (benchmarks/bench_transpose.py): every instantiation its name_expressions line
+# lists, as (name, T, R). Its kernels compute each output row's misalignment from the row's address,
+# so the shapes add numbers of rows that are not multiples of 8 (every misalignment 0..7 occurs for
+# 7 rows) and fewer than 8. The aligned kernel's extra tile row is needed when a row's misalignment
+# exceeds the ceil(rows / T) * T - rows columns left after the last tile: 31 rows for T = 32 and
+# 61 rows for T = 64 fail without it.
+STORES = [(expr.split("<")[0], *(int(v) for v in re.findall(r"-?\d+", expr)))
+          for expr in name_expressions_in(source("coalescing/transpose_stores.cu"))]
+STORE_SHAPES = [*SHAPES, (9, 5), (7, 300), (300, 7), (2, 3), (61, 19)]
 
 
 
@@ -111,6 +120,40 @@ def test_transpose_tiled(k, shape, tile, rows_per_pass, pad):
     report = k.check(lambda a, out: _launch_tiles(k, kernel, a, out, tile, rows_per_pass), lambda a: a.T,
                      inputs={"a": k.rand(shape)}, outputs={"out": ((cols, rows), np.float32)}, tol=0)
     assert report, str(report)
+
+
+@pytest.mark.parametrize("shape", STORE_SHAPES)
+@pytest.mark.parametrize("tile, rows_per_pass", [(t, r) for name, t, r in STORES if name == "transpose_aligned_stores"])
+def test_transpose_aligned_stores(k, shape, tile, rows_per_pass):
+    """Each output row's store window shifted left by its misalignment; one more tile row in the grid."""
+    kernel = k.load_kernel("coalescing/transpose_stores.cu", f"transpose_aligned_stores<{tile}, {rows_per_pass}>")
+    rows, cols = shape
+
+    def launch(a, out):
+        kernel((k.ceil_div(cols, tile), k.ceil_div(rows + 7, tile)), (tile, rows_per_pass), (a, out, rows, cols))
+
+    report = k.check(launch, lambda a: a.T,
+                     inputs={"a": k.rand(shape)}, outputs={"out": ((cols, rows), np.float32)}, tol=0)
+    assert report, str(report)
+
+
+@pytest.mark.parametrize("shape", STORE_SHAPES)
+@pytest.mark.parametrize("tile, rows_per_pass", [(t, r) for name, t, r in STORES if name == "transpose_store_pattern"])
+def test_transpose_store_pattern(k, shape, tile, rows_per_pass):
+    """transpose_tiled's stores with nothing read: every element of out is written, with 1."""
+    kernel = k.load_kernel("coalescing/transpose_stores.cu", f"transpose_store_pattern<{tile}, {rows_per_pass}>")
+    rows, cols = shape
+
+    def launch(rows, cols, out):
+        kernel((k.ceil_div(cols, tile), k.ceil_div(rows, tile)), (tile, rows_per_pass), (out, rows, cols))
+
+    report = k.check(launch, lambda rows, cols: np.ones((cols, rows)),
+                     inputs={"rows": rows, "cols": cols}, outputs={"out": ((cols, rows), np.float32)}, tol=0)
+    assert report, str(report)
+
+
+def test_every_transpose_stores_kernel_is_checked():
+    assert sorted({name for name, _, _ in STORES}) == ["transpose_aligned_stores", "transpose_store_pattern"]
 
 
 @pytest.mark.parametrize("kind", ["thread", "warp"])
