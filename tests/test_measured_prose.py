@@ -22,6 +22,9 @@ QUOTED = {("320", "GB/s"), ("300", "GB/s"), ("600", "GB/s"), ("900", "GB/s"), ("
           ("256", "GB/s"), ("67", "TFLOP/s"), ("8.1", "TFLOP/s"), ("7.7", "TFLOP/s"),
           ("120", "GFLOP/s")}
 NUMBER = re.compile(r"-?\d[\d,]*(?:\.\d+)?(?:e[+-]?\d+)?")
+# Without thousands separators: the explorers' embedded JSON lists numbers as "143,516.946", which
+# NUMBER reads as one number; every output number is read both ways.
+PLAIN_NUMBER = re.compile(r"-?\d+(?:\.\d+)?(?:e[+-]?\d+)?")
 
 
 def prose(md: Path) -> str:
@@ -41,7 +44,8 @@ def output_numbers(ipynb: Path) -> list[float]:
             for mime in ("text/plain", "text/html", "text/markdown"):
                 if mime in out.get("data", {}):
                     texts.append(out["data"][mime])
-    return [float(m.replace(",", "")) for m in NUMBER.findall("\n".join(texts))]
+    text = "\n".join(texts)
+    return [float(m.replace(",", "")) for m in NUMBER.findall(text)] + [float(m) for m in PLAIN_NUMBER.findall(text)]
 
 
 def matches(quoted: str, recorded: list[float]) -> bool:
@@ -64,3 +68,17 @@ def test_the_check_catches_a_number_that_was_not_measured(tmp_path):
     nbformat.write(nb, tmp_path / "ch.ipynb")
     assert matches("2981", output_numbers(tmp_path / "ch.ipynb"))
     assert not matches("2990", output_numbers(tmp_path / "ch.ipynb"))
+
+
+def test_output_numbers_read_json_arrays_and_thousands_separators(tmp_path):
+    """'2,692 GB/s' in text and [143,516.946] in an explorer's JSON both yield their numbers."""
+    nb = nbformat.v4.new_notebook()
+    cell = nbformat.v4.new_code_cell("")
+    cell.outputs = [nbformat.v4.new_output("stream", text="copy: 2,692 GB/s\n"),
+                    nbformat.v4.new_output("display_data", data={"text/html": '{"y":[143,516.946]}'})]
+    nb.cells = [cell]
+    path = tmp_path / "n.ipynb"
+    nbformat.write(nb, path)
+    numbers = output_numbers(path)
+    assert 2692 in numbers and 143 in numbers and 516.946 in numbers
+    assert matches("143", numbers) and matches("2692", numbers) and not matches("144", numbers)
