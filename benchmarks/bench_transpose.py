@@ -8,9 +8,11 @@ in one run:
 - a flat device copy of the same bytes, ``cp.copyto(b, a)``: the ceiling each transpose is compared with;
 - ``transpose_tiled<32, 8, 1>`` and ``transpose_tiled<64, 8, 1>`` from transpose.cu, launched as the
   chapter does (grid (ceil(cols / T), ceil(rows / T)), block (T, 8));
-- ``transpose_aligned_stores<32, 8>`` and ``<64, 8>`` from kernels/cuda/coalescing/transpose_stores.cu,
-  which shift each output row's store window by the row's misalignment (8 halo rows per tile, grid
-  (ceil(cols / T), ceil((rows + 7) / T)));
+- ``transpose_aligned_strip<32, 256, 16>`` (the chapter's choice) and ``<32, 128, 8>`` from
+  kernels/cuda/coalescing/transpose_stores.cu: each block transposes a tall strip of S x 32 elements
+  (8 halo rows above it) and shifts each output row's S-float store window left by the row's
+  misalignment, so that every warp store covers whole 32-byte sectors; grid
+  (ceil(cols / 32), ceil((rows + 7) / S)), block (32, R);
 - ``transpose_store_pattern<32, 8>`` from the same file: transpose_tiled<32, 8, 1>'s stores alone,
   writing 1.0f, nothing read.
 
@@ -46,16 +48,18 @@ SHAPES = [(8192, 8192), (8192, 8193), (8193, 8192), (8191, 8193), (8196, 8196), 
           (1000, 50000), (50000, 1000), (4096, 16384), (16384, 4096)]
 QUICK_SHAPES = [(2048, 2048), (2049, 2047)]
 WARMUP, REPEAT = 2, 10
-ROWS_PER_PASS = 8
 
-# (label, source, kernel name, tile T, kind): "transpose" launches with grid (ceil(cols / T), ceil(rows / T)),
-# "aligned" with one more tile row, ceil((rows + 7) / T); "stores" is the store pattern (no input).
+# (label, source, kernel name, T, R, S, kind); every block is (T, R) threads. "transpose" launches with
+# grid (ceil(cols / T), ceil(rows / T)); "strip" with grid (ceil(cols / T), ceil((rows + 7) / S)), the
+# strip height S; "stores" is the store pattern (no input), with transpose_tiled's grid.
 KERNELS = [
-    ("tiled<32,8,1>", "coalescing/transpose.cu", "transpose_tiled<32, 8, 1>", 32, "transpose"),
-    ("tiled<64,8,1>", "coalescing/transpose.cu", "transpose_tiled<64, 8, 1>", 64, "transpose"),
-    ("aligned<32,8>", "coalescing/transpose_stores.cu", "transpose_aligned_stores<32, 8>", 32, "aligned"),
-    ("aligned<64,8>", "coalescing/transpose_stores.cu", "transpose_aligned_stores<64, 8>", 64, "aligned"),
-    ("stores<32,8>", "coalescing/transpose_stores.cu", "transpose_store_pattern<32, 8>", 32, "stores"),
+    ("tiled<32,8,1>", "coalescing/transpose.cu", "transpose_tiled<32, 8, 1>", 32, 8, None, "transpose"),
+    ("tiled<64,8,1>", "coalescing/transpose.cu", "transpose_tiled<64, 8, 1>", 64, 8, None, "transpose"),
+    ("aligned strip<32,256,16>", "coalescing/transpose_stores.cu", "transpose_aligned_strip<32, 256, 16>",
+     32, 16, 256, "strip"),
+    ("aligned strip<32,128,8>", "coalescing/transpose_stores.cu", "transpose_aligned_strip<32, 128, 8>",
+     32, 8, 128, "strip"),
+    ("stores<32,8>", "coalescing/transpose_stores.cu", "transpose_store_pattern<32, 8>", 32, 8, None, "stores"),
 ]
 
 
@@ -77,14 +81,15 @@ def ecc_mode() -> str:
         return "unknown"
 
 
-def launcher(kernel, tile: int, kind: str, rows: int, cols: int, a, out):
+def launcher(kernel, tile: int, rows_per_pass: int, strip, kind: str, rows: int, cols: int, a, out):
     """A function that queues one launch of ``kernel`` on (a, out) as KERNELS' ``kind`` says."""
-    block = (tile, ROWS_PER_PASS)
-    if kind == "stores":
+    block = (tile, rows_per_pass)
+    if kind == "strip":                    # windows shift left by up to 7: one more block row may be needed
+        grid = (ceil_div(cols, tile), ceil_div(rows + 7, strip))
+    else:
         grid = (ceil_div(cols, tile), ceil_div(rows, tile))
+    if kind == "stores":
         return lambda: kernel(grid, block, (out, rows, cols))
-    grid_rows = rows + 7 if kind == "aligned" else rows
-    grid = (ceil_div(cols, tile), ceil_div(grid_rows, tile))
     return lambda: kernel(grid, block, (a, out, rows, cols))
 
 
@@ -101,7 +106,8 @@ def main(argv=None) -> int:
     t0 = time.time()
     info = kernels.device_info()
     ecc = ecc_mode()
-    loaded = [(label, kernels.load_kernel(path, name), tile, kind) for label, path, name, tile, kind in KERNELS]
+    loaded = [(label, kernels.load_kernel(path, name), tile, rows_per_pass, strip, kind)
+              for label, path, name, tile, rows_per_pass, strip, kind in KERNELS]
     log(f"{info.name}, ECC mode: {ecc}; kernels compiled ({time.time() - t0:.1f} s)")
 
     shapes = QUICK_SHAPES if args.quick else SHAPES
@@ -121,8 +127,8 @@ def main(argv=None) -> int:
         del b
 
         speeds = {}
-        for label, kernel, tile, kind in loaded:
-            fn = launcher(kernel, tile, kind, rows, cols, a, out)
+        for label, kernel, tile, rows_per_pass, strip, kind in loaded:
+            fn = launcher(kernel, tile, rows_per_pass, strip, kind, rows, cols, a, out)
             out.fill(np.nan)
             fn()
             expected = cp.ones((cols, rows), dtype=cp.float32) if kind == "stores" else a.T
@@ -139,8 +145,8 @@ def main(argv=None) -> int:
             + ", ".join(f"{k} {'WRONG' if v is None else f'{v:.0f}'}" for k, v in speeds.items())
             + f"  ({time.time() - t0:.1f} s)")
 
-    transposes = [label for label, _, _, _, kind in KERNELS if kind != "stores"]
-    stores = [label for label, _, _, _, kind in KERNELS if kind == "stores"]
+    transposes = [label for label, *_, kind in KERNELS if kind != "stores"]
+    stores = [label for label, *_, kind in KERNELS if kind == "stores"]
     header = ["shape", "rows%8", "copy GB/s"]
     for label in transposes:
         header += [f"{label} GB/s", "% copy"]

@@ -23,6 +23,8 @@ ARCHS = ["sm_75", "sm_90"]
 TILED = [f"transpose_tiled<{t}, {r}, {p}>" for t, r, p in [
     (32, 8, 0), (32, 8, 1), (16, 4, 1), (16, 8, 1), (16, 16, 1), (32, 4, 1), (32, 16, 1), (32, 32, 1),
     (64, 4, 1), (64, 8, 1), (64, 16, 1), (16, 2, 1), (16, 1, 1), (32, 2, 1)]]
+# transpose_aligned_strip<T, S, R> of transpose_stores.cu: (T, S, R).
+STRIPS = [(32, 256, 16), (32, 128, 8)]
 
 KERNELS = {
     "access_patterns.cu": ["copy_strided", "copy_offset"],
@@ -30,7 +32,7 @@ KERNELS = {
     "matmul_naive.cu": ["matmul_naive", "matmul_swapped"],
     "transpose.cu": ["copy_tiled", "transpose_naive", *TILED],
     "transpose_stores.cu": [f"transpose_store_pattern<{t}, 8>" for t in (32, 64)]
-                           + [f"transpose_aligned_stores<{t}, 8>" for t in (32, 64)],
+                           + [f"transpose_aligned_strip<{t}, {s}, {r}>" for t, s, r in STRIPS],
     "gemv.cu": ["gemv_thread_per_row", "gemv_warp_per_row"],
 }
 
@@ -73,10 +75,15 @@ def test_padded_tile_uses_the_shared_memory_it_declares(arch):
 
 @needs_nvrtc
 @pytest.mark.parametrize("arch", ARCHS)
-def test_aligned_stores_tile_has_eight_halo_rows(arch):
+def test_aligned_strip_has_eight_halo_rows(arch):
+    """tile[S + 8][T + 1]: (256 + 8) x 33 x 4 = 34848 bytes for the chapter's <32, 256, 16>, under the
+    48 KB of static shared memory a block may declare (so it also runs on a T4)."""
     r = compiled("transpose_stores.cu", arch).resources
-    assert r["transpose_aligned_stores<32, 8>"].shared_bytes == 40 * 33 * 4
-    assert r["transpose_aligned_stores<64, 8>"].shared_bytes == 72 * 65 * 4
+    for t, s, rows_per_pass in STRIPS:
+        shared = r[f"transpose_aligned_strip<{t}, {s}, {rows_per_pass}>"].shared_bytes
+        assert shared == (s + 8) * (t + 1) * 4
+        assert shared <= 48 * 1024
+    assert r["transpose_aligned_strip<32, 256, 16>"].shared_bytes == 34848
     assert r["transpose_store_pattern<32, 8>"].shared_bytes == 0
 
 

@@ -24,15 +24,35 @@ SHAPES = [(1, 1), (1, 97), (97, 1), (31, 33), *gpu_only((1000, 777)), (33, 4097)
 TILED = [tuple(int(v) for v in re.findall(r"-?\d+", expr))
          for expr in name_expressions_in(source("coalescing/transpose.cu")) if expr.startswith("transpose_tiled<")]
 # transpose_stores.cu (benchmarks/bench_transpose.py): every instantiation its name_expressions line
-# lists, as (name, T, R). Its kernels compute each output row's misalignment from the row's address,
-# so the shapes add numbers of rows that are not multiples of 8 (every misalignment 0..7 occurs for
-# 7 rows) and fewer than 8. The aligned kernel's extra tile row is needed when a row's misalignment
-# exceeds the ceil(rows / T) * T - rows columns left after the last tile: 31 rows for T = 32 and
-# 61 rows for T = 64 fail without it.
-STORES = [(expr.split("<")[0], *(int(v) for v in re.findall(r"-?\d+", expr)))
+# lists, as (name, template arguments). Its kernels compute each output row's misalignment from the
+# row's address, so the shapes add numbers of rows that are not multiples of 8 (every misalignment
+# 0..7 occurs for 7 rows) and fewer than 8.
+STORES = [(expr.split("<")[0], tuple(int(v) for v in re.findall(r"-?\d+", expr)))
           for expr in name_expressions_in(source("coalescing/transpose_stores.cu"))]
 STORE_SHAPES = [*SHAPES, (9, 5), (7, 300), (300, 7), (2, 3), (61, 19)]
+STRIPS = [args for name, args in STORES if name == "transpose_aligned_strip"]       # (T, S, R)
 
+
+def strip_shapes(strip):
+    """STORE_SHAPES and numbers of rows around the strip height S, for S = 256 (the chapter's choice)
+    and for this strip's S: just above S (the last block row holds 1..7 input rows, and its shifted
+    windows start in the rows before, its halo) and just below S (one block row holds every input
+    row; the extra block row of the grid writes the last columns of the misaligned output rows)."""
+    T, S, R = strip
+    extra = [(257, 5), (263, 33), (250, 40), (S + 1, 5), (S + 7, 33), (S - 6, 40), (2 * S + 3, 9)]
+    return [*STORE_SHAPES, *(shape for shape in dict.fromkeys(extra) if shape not in STORE_SHAPES)]
+
+
+def strip_cases():
+    """(strip, shape) for every strip instantiation and each of its shapes (gpu_only marks kept)."""
+    cases = []
+    for strip in STRIPS:
+        for shape in strip_shapes(strip):
+            if hasattr(shape, "marks"):    # a gpu_only(...) parameter
+                cases.append(pytest.param(strip, *shape.values, marks=shape.marks, id=f"{strip}-{shape.values[0]}"))
+            else:
+                cases.append(pytest.param(strip, shape, id=f"{strip}-{shape}"))
+    return cases
 
 
 def grid_for(k, n):
@@ -122,23 +142,46 @@ def test_transpose_tiled(k, shape, tile, rows_per_pass, pad):
     assert report, str(report)
 
 
-@pytest.mark.parametrize("shape", STORE_SHAPES)
-@pytest.mark.parametrize("tile, rows_per_pass", [(t, r) for name, t, r in STORES if name == "transpose_aligned_stores"])
-def test_transpose_aligned_stores(k, shape, tile, rows_per_pass):
-    """Each output row's store window shifted left by its misalignment; one more tile row in the grid."""
-    kernel = k.load_kernel("coalescing/transpose_stores.cu", f"transpose_aligned_stores<{tile}, {rows_per_pass}>")
+def _launch_strip(k, kernel, strip, a, out, grid_rows):
+    T, S, R = strip
+    rows, cols = a.shape
+    kernel((k.ceil_div(cols, T), k.ceil_div(grid_rows, S)), (T, R), (a, out, rows, cols))
+
+
+@pytest.mark.parametrize("strip, shape", strip_cases())
+def test_transpose_aligned_strip(k, strip, shape):
+    """Tall strips with each output row's window shifted to whole sectors; one more block row in the grid."""
+    T, S, R = strip
+    kernel = k.load_kernel("coalescing/transpose_stores.cu", f"transpose_aligned_strip<{T}, {S}, {R}>")
     rows, cols = shape
-
-    def launch(a, out):
-        kernel((k.ceil_div(cols, tile), k.ceil_div(rows + 7, tile)), (tile, rows_per_pass), (a, out, rows, cols))
-
-    report = k.check(launch, lambda a: a.T,
+    report = k.check(lambda a, out: _launch_strip(k, kernel, strip, a, out, rows + 7), lambda a: a.T,
                      inputs={"a": k.rand(shape)}, outputs={"out": ((cols, rows), np.float32)}, tol=0)
     assert report, str(report)
 
 
+@pytest.mark.parametrize("strip", STRIPS)
+def test_aligned_strip_needs_the_extra_block_row(k, strip):
+    """With the ordinary grid ceil(rows / S) the last columns of some output rows are never written.
+
+    rows = S - 1 is odd, so the first 8 output rows (cols = 8) start at every misalignment m = 0..7;
+    one strip then covers output columns -m .. S - 1 - m, which misses column S - 2 when m >= 2.
+    The grid ceil((rows + 7) / S) adds the block row that writes them.
+    """
+    T, S, R = strip
+    kernel = k.load_kernel("coalescing/transpose_stores.cu", f"transpose_aligned_strip<{T}, {S}, {R}>")
+    shape = rows, cols = S - 1, 8
+    assert k.ceil_div(rows, S) < k.ceil_div(rows + 7, S)
+    short = k.check(lambda a, out: _launch_strip(k, kernel, strip, a, out, rows), lambda a: a.T,
+                    inputs={"a": k.rand(shape)}, outputs={"out": ((cols, rows), np.float32)}, tol=0)
+    assert not short, "the ordinary grid wrote every element"
+    assert short.outputs[0].unwritten > 0 and short.outputs[0].mismatched == short.outputs[0].unwritten, str(short)
+    full = k.check(lambda a, out: _launch_strip(k, kernel, strip, a, out, rows + 7), lambda a: a.T,
+                   inputs={"a": k.rand(shape)}, outputs={"out": ((cols, rows), np.float32)}, tol=0)
+    assert full, str(full)
+
+
 @pytest.mark.parametrize("shape", STORE_SHAPES)
-@pytest.mark.parametrize("tile, rows_per_pass", [(t, r) for name, t, r in STORES if name == "transpose_store_pattern"])
+@pytest.mark.parametrize("tile, rows_per_pass", [args for name, args in STORES if name == "transpose_store_pattern"])
 def test_transpose_store_pattern(k, shape, tile, rows_per_pass):
     """transpose_tiled's stores with nothing read: every element of out is written, with 1."""
     kernel = k.load_kernel("coalescing/transpose_stores.cu", f"transpose_store_pattern<{tile}, {rows_per_pass}>")
@@ -153,7 +196,11 @@ def test_transpose_store_pattern(k, shape, tile, rows_per_pass):
 
 
 def test_every_transpose_stores_kernel_is_checked():
-    assert sorted({name for name, _, _ in STORES}) == ["transpose_aligned_stores", "transpose_store_pattern"]
+    """Every kernel of transpose_stores.cu is tested above, with every instantiation its name_expressions line lists."""
+    assert sorted({name for name, _ in STORES}) == ["transpose_aligned_strip", "transpose_store_pattern"]
+    assert STRIPS and (32, 256, 16) in STRIPS
+    for T, S, R in STRIPS:   # the launch rules the tests (and the benchmark) rely on
+        assert T % 32 == 0 and S % 32 == 0 and T * R % 32 == 0 and T * R <= 1024, (T, S, R)
 
 
 @pytest.mark.parametrize("kind", ["thread", "warp"])

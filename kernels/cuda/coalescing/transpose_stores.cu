@@ -1,44 +1,52 @@
-// Where the tiled transpose loses bandwidth when the input's number of rows is not a multiple of 8.
-// out (cols x rows) = in (rows x cols)^T, both row-major fp32; benchmarks/bench_transpose.py runs
-// these kernels beside transpose_tiled from transpose.cu and a flat device copy.
+// Where the tiled transpose loses bandwidth when the input's number of rows is not a multiple of 8,
+// and a kernel that gets it back. out (cols x rows) = in (rows x cols)^T, both row-major fp32;
+// benchmarks/bench_transpose.py runs these kernels beside transpose_tiled from transpose.cu and a
+// flat device copy. All numbers below were measured on an H100 80GB HBM3 with ECC enabled,
+// 2026-11-27; percentages are of the flat copy's bandwidth at the same shape.
 //
 // An output row is `rows` floats long. When rows % 8 != 0, output row orow starts at float
 // orow * rows, part-way into a 32-byte sector (8 floats), and its misalignment m = (row address / 4)
 // % 8 changes from row to row. In every row with m != 0, a warp of transpose_tiled<32, R, 1> stores
-// its 32 floats (128 bytes) into 5 sectors instead of 4, two of them only partly written. Measured on
-// an H100 (ECC on), the padded transpose reaches about 90 % of a flat copy at 8192 x 8192 but about
-// 60 % at 8193 x 8192, 8191 x 8192 and 8191 x 8193, and about 70 % at 8196 x 8196; a number of columns
-// that is not a multiple of 8 (which misaligns the loads instead) cost nothing: 8192 x 8193 ran at 90 %.
+// its 32 floats (128 bytes) into 5 sectors instead of 4, two of them only partly written. The padded
+// transpose_tiled<32, 8, 1> reached 90.3 % at 8192 x 8192 but 60.4 % at 8191 x 8193, 60.5 % at
+// 8193 x 8192, 70.9 % at 8196 x 8196 and 70.4 % at 4097 x 4095; transpose_tiled<64, 8, 1> 94.8 %
+// at 8192 x 8192 and 70.1 % at 8191 x 8193. (A number of columns that is not a multiple of 8
+// misaligns the loads instead, and cost nothing: 8192 x 8193 ran at about 90 %.)
 //
-// Both kernels use tiles of T x T elements and blocks of T x R threads (blockDim = (T, R)), as in
-// transpose.cu: thread (tx, ty) handles rows ty, ty + R, ty + 2R, ... of its tile.
+// transpose_store_pattern<T, R>    transpose_tiled's phase 2 with nothing read: the same stores, with
+//                                  the same bounds guards, write 1.0f. It wrote about 2935 GB/s when
+//                                  rows % 8 == 0 and about 1340 GB/s when not: the loss is in the
+//                                  stores. Grid (ceil(cols / T), ceil(rows / T)), block (T, R).
+// transpose_aligned_strip<T, S, R> the fix: a tall strip per block, with aligned stores. A block of
+//                                  (T, R) threads owns T input columns and S input rows (S and T
+//                                  multiples of 32). Phase 1 loads input rows blockIdx.y * S - 8 ..
+//                                  blockIdx.y * S + S - 1 into tile[S + 8][T + 1]: 8 halo rows above
+//                                  the block's S rows (rows outside the input are not loaded).
+//                                  Phase 2: each warp writes one output row at a time, the S-float
+//                                  window starting at column blockIdx.y * S - m, m that row's
+//                                  misalignment, so that every warp store covers whole 32-byte
+//                                  sectors. In one output row the windows of consecutive blocks are
+//                                  consecutive: every element is written exactly once, and no
+//                                  sector is written partly by two blocks. Windows shift left by up
+//                                  to 7, so the last columns of a row may need one more block row:
+//                                  grid (ceil(cols / T), ceil((rows + 7) / S)), block (T, R).
 //
-// transpose_store_pattern   transpose_tiled's phase 2 with nothing read: the same stores, with the
-//                           same bounds guards, write 1.0f. On an H100 it wrote about 2935 GB/s
-//                           when rows % 8 == 0 and about 1340 GB/s when not: the loss is in the stores.
-//                           Grid: (ceil(cols / T), ceil(rows / T)).
-// transpose_aligned_stores  an attempted fix: every output row's store window is shifted left by
-//                           the row's misalignment m (0..7 floats), so that each warp's stores
-//                           cover whole sectors. Lane tx writes output column
-//                           blockIdx.y * T + tx - m, up to 7 columns before the block's own T
-//                           columns of output: the tile holds T + 8 input rows, a halo of 8 rows
-//                           above the block's T rows (its first row is never read; the first
-//                           tile's halo lies outside the input and is not loaded). Because every
-//                           block's window is shifted left by up to 7, the last columns of an
-//                           output row need one more block: the grid is
-//                           (ceil(cols / T), ceil((rows + 7) / T)), one tile row more than
-//                           transpose_tiled when rows % T is 0 or at least T - 6. Each
-//                           output element is written by exactly one block, since for a given
-//                           output row the windows of consecutive blocks are consecutive. On an
-//                           H100 it ran at about 76-80 % of a flat copy at misaligned shapes, and
-//                           only about 76-81 % at aligned ones (m = 0 there for a 32-byte-aligned
-//                           output, but the halo is still loaded): it does not get back to the
-//                           90 % of the aligned case.
+// Why a tall strip: an earlier attempt shifted the windows the same way with a square T x T tile and
+// the same 8-row halo, so every block read 8 extra input rows per T (25 % more for T = 32; 3 % for
+// S = 256): it reached only about 80-85 % at misaligned shapes and lost 8-13 points at aligned ones. A
+// tall strip without the alignment (S = 256, R = 16) got 84-92 % at misaligned shapes: partial sectors
+// remain at strip boundaries. With both, transpose_aligned_strip<32, 256, 16> (the chapter's choice:
+// 512 threads, (256 + 8) x 33 x 4 = 34848 bytes of static shared memory, under the 48 KB static limit,
+// so it also runs on a T4) reached 92.5 % at 8192 x 8192, 90.7 % at 8191 x 8193, 91.4 % at
+// 8193 x 8192, 90.5 % at 8196 x 8196, 94.2 % at 4097 x 4095, 90.4 % at 4096 x 16384 and 91.5 % at
+// 16384 x 4096, but 86.8 % at 1000 x 50000 and 88.0 % at 50000 x 1000;
+// transpose_aligned_strip<32, 128, 8>: 91.9, 89.9, 90.9, 89.8, 94.2, 93.3 and 92.4 % at the same
+// seven shapes, 84.7 % at 1000 x 50000 and 90.5 % at 50000 x 1000.
 //
-// The tile's pitch is T + 1 floats (as transpose_tiled<T, R, 1>), so a column of it lies in T
-// different banks for T = 32; each element is stored to shared memory on its own.
+// The tile's pitch is T + 1 floats (as transpose_tiled<T, R, 1>): a warp reading a column of it
+// (32 consecutive rows) touches 32 different banks. Each element is stored to shared memory on its own.
 //
-// name_expressions: transpose_store_pattern<32, 8>, transpose_store_pattern<64, 8>, transpose_aligned_stores<32, 8>, transpose_aligned_stores<64, 8>
+// name_expressions: transpose_store_pattern<32, 8>, transpose_store_pattern<64, 8>, transpose_aligned_strip<32, 256, 16>, transpose_aligned_strip<32, 128, 8>
 
 template <int T, int R>
 __global__ void transpose_store_pattern(float* __restrict__ out, int rows, int cols)
@@ -52,36 +60,29 @@ __global__ void transpose_store_pattern(float* __restrict__ out, int rows, int c
     }
 }
 
-template <int T, int R>
-__global__ void transpose_aligned_stores(const float* __restrict__ in,
-                                         float* __restrict__ out,
-                                         int rows, int cols)
+template <int T, int S, int R>
+__global__ void transpose_aligned_strip(const float* __restrict__ in, float* __restrict__ out, int rows, int cols)
 {
-    __shared__ float tile[T + 8][T + 1];                      // 8 halo rows above the block's T rows
-    const int tx = threadIdx.x;
-
-    // Phase 1: input rows r0 .. r0 + T + 7 -> rows 0 .. T + 7 of `tile` (lanes read consecutive columns).
-    const int r0 = blockIdx.y * T - 8;
-    int c = blockIdx.x * T + tx;
-    for (int j = threadIdx.y; j < T + 8; j += R) {
-        int r = r0 + j;
-        if (r >= 0 && r < rows && c < cols) {
-            tile[j][tx] = in[(long long)r * cols + c];
-        }
+    constexpr int H = 8;                                   // floats per 32-byte sector
+    __shared__ float tile[S + H][T + 1];
+    const int c = blockIdx.x * T + threadIdx.x;
+    const int r0 = blockIdx.y * S - H;                     // first input row held: H rows of halo
+    for (int k = threadIdx.y; k < S + H; k += R) {
+        const int r = r0 + k;
+        if (r >= 0 && r < rows && c < cols) tile[k][threadIdx.x] = in[(long long)r * cols + c];
     }
-    __syncthreads();   // the whole tile is loaded before any thread reads a column of it
-
-    // Phase 2: columns of `tile` -> rows of the output, each row's window shifted left by its
-    // misalignment m so that the warp's stores start on a sector boundary.
-    for (int j = threadIdx.y; j < T; j += R) {
-        int orow = blockIdx.x * T + j;                        // row of out = column of in
-        if (orow < cols) {
-            float* row = out + (long long)orow * rows;
-            int m = (int)(((unsigned long long)row / sizeof(float)) % 8);
-            int oc = blockIdx.y * T + tx - m;                 // column of out = row of in
-            if (oc >= 0 && oc < rows) {
-                row[oc] = tile[tx - m + 8][j];                // tile row oc - r0
-            }
+    __syncthreads();
+    const int lane = threadIdx.x % 32, warp = (threadIdx.y * T + threadIdx.x) / 32;
+    constexpr int WARPS = T * R / 32;
+    for (int j = warp; j < T; j += WARPS) {                // one output row per warp at a time
+        const int orow = blockIdx.x * T + j;
+        if (orow >= cols) break;
+        float* row = out + (long long)orow * rows;
+        const int m = (int)(((unsigned long long)row / sizeof(float)) % H);   // floats past a sector start
+        const int base = blockIdx.y * S - m;               // this block's window, shifted to whole sectors
+        for (int i = lane; i < S; i += 32) {
+            const int oc = base + i;
+            if (oc >= 0 && oc < rows) row[oc] = tile[i - m + H][j];
         }
     }
 }
