@@ -8,15 +8,16 @@
 // orow * rows, part-way into a 32-byte sector (8 floats), and its misalignment m = (row address / 4)
 // % 8 changes from row to row. In every row with m != 0, a warp of transpose_tiled<32, R, 1> stores
 // its 32 floats (128 bytes) into 5 sectors instead of 4, two of them only partly written. The padded
-// transpose_tiled<32, 8, 1> reached 90.3 % at 8192 x 8192 but 60.4 % at 8191 x 8193, 60.5 % at
-// 8193 x 8192, 70.9 % at 8196 x 8196 and 70.4 % at 4097 x 4095; transpose_tiled<64, 8, 1> 94.8 %
-// at 8192 x 8192 and 70.1 % at 8191 x 8193. (A number of columns that is not a multiple of 8
-// misaligns the loads instead, and cost nothing: 8192 x 8193 ran at about 90 %.)
+// transpose_tiled<32, 8, 1> reached 90.7 % at 8192 x 8192 but 60.6 % at 8191 x 8193 and 8193 x 8192,
+// 72.5 % at 8196 x 8196 and 69.1 % at 4097 x 4095; transpose_tiled<64, 8, 1> 94.9 % at 8192 x 8192 and
+// 70.5 % at 8191 x 8193. (A number of columns that is not a multiple of 8 misaligns the loads
+// instead, and cost little: 8192 x 8193 ran at 89.9 %.)
 //
 // transpose_store_pattern<T, R>    transpose_tiled's phase 2 with nothing read: the same stores, with
-//                                  the same bounds guards, write 1.0f. It wrote about 2935 GB/s when
-//                                  rows % 8 == 0 and about 1340 GB/s when not: the loss is in the
-//                                  stores. Grid (ceil(cols / T), ceil(rows / T)), block (T, R).
+//                                  the same bounds guards, write 1.0f. It wrote 2880 to 2982 GB/s
+//                                  at most shapes with rows % 8 == 0 and 1305 to 1349 GB/s where
+//                                  rows is odd: the loss is in the stores.
+//                                  Grid (ceil(cols / T), ceil(rows / T)), block (T, R).
 // transpose_aligned_strip<T, S, R> the fix: a tall strip per block, with aligned stores. A block of
 //                                  (T, R) threads owns T input columns and S input rows (S and T
 //                                  multiples of 32). Phase 1 loads input rows blockIdx.y * S - 8 ..
@@ -32,16 +33,16 @@
 //                                  grid (ceil(cols / T), ceil((rows + 7) / S)), block (T, R).
 //
 // Why a tall strip: an earlier attempt shifted the windows the same way with a square T x T tile and
-// the same 8-row halo, so every block read 8 extra input rows per T (25 % more for T = 32; 3 % for
-// S = 256): it reached only about 80-85 % at misaligned shapes and lost 8-13 points at aligned ones. A
-// tall strip without the alignment (S = 256, R = 16) got 84-92 % at misaligned shapes: partial sectors
-// remain at strip boundaries. With both, transpose_aligned_strip<32, 256, 16> (the chapter's choice:
-// 512 threads, (256 + 8) x 33 x 4 = 34848 bytes of static shared memory, under the 48 KB static limit,
-// so it also runs on a T4) reached 92.5 % at 8192 x 8192, 90.7 % at 8191 x 8193, 91.4 % at
-// 8193 x 8192, 90.5 % at 8196 x 8196, 94.2 % at 4097 x 4095, 90.4 % at 4096 x 16384 and 91.5 % at
-// 16384 x 4096, but 86.8 % at 1000 x 50000 and 88.0 % at 50000 x 1000;
-// transpose_aligned_strip<32, 128, 8>: 91.9, 89.9, 90.9, 89.8, 94.2, 93.3 and 92.4 % at the same
-// seven shapes, 84.7 % at 1000 x 50000 and 90.5 % at 50000 x 1000.
+// the same 8-row halo, so every block read 8 extra input rows per T (25 % more for T = 32, against 3 %
+// for S = 256); it reached about 80 to 88 % of the copy at every shape, which cost the aligned shapes
+// more than it gained (the first table recorded by benchmarks/bench_transpose.py, in git history). In
+// exploratory runs a tall strip without the shift (S = 256, R = 16) got 84 to 92 % at misaligned shapes:
+// partial sectors remain at the strip boundaries. With both, transpose_aligned_strip<32, 256, 16> (the
+// chapter's choice: 512 threads, (256 + 8) x 33 x 4 = 34848 bytes of static shared memory, under the
+// 48 KB static limit, so it also runs on a T4) reached 92.2 to 95.8 % of the copy at the shapes whose
+// number of rows is not a multiple of 8 and 92.5 to 94.1 % at the others, except 1000 x 50000 (89.0 %),
+// where no transpose of the benchmark reached 90 %; transpose_aligned_strip<32, 128, 8> stayed at 86.6
+// to 91.5 %. The table: benchmarks/results/bench_transpose_h100.txt.
 //
 // The tile's pitch is T + 1 floats (as transpose_tiled<T, R, 1>): a warp reading a column of it
 // (32 consecutive rows) touches 32 different banks. Each element is stored to shared memory on its own.
