@@ -34,7 +34,7 @@
 //
 // Why a tall strip: an earlier attempt shifted the windows the same way with a square T x T tile and
 // the same 8-row halo, so every block read 8 extra input rows per T (25 % more for T = 32, against 3 %
-// for S = 256); it reached about 80 to 88 % of the copy at every shape, which cost the aligned shapes
+// for S = 256); it reached 79 to 89 % of the copy at every shape, which cost the aligned shapes
 // more than it gained (the first table recorded by benchmarks/bench_transpose.py, in git history). In
 // exploratory runs a tall strip without the shift (S = 256, R = 16) got 84 to 92 % at misaligned shapes:
 // partial sectors remain at the strip boundaries. With both, transpose_aligned_strip<32, 256, 16> (the
