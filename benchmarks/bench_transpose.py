@@ -11,8 +11,11 @@ in one run:
 - ``transpose_aligned_strip<32, 256, 16>`` (the chapter's choice) and ``<32, 128, 8>`` from
   kernels/cuda/coalescing/transpose_stores.cu: each block transposes a tall strip of S x 32 elements
   (8 halo rows above it) and shifts each output row's S-float store window left by the row's
-  misalignment, so that every warp store covers whole 32-byte sectors; grid
-  (ceil(cols / 32), ceil((rows + 7) / S)), block (32, R);
+  misalignment, so that every warp store covers whole 32-byte sectors; ceil((rows + 7) / S) strips
+  by ceil(cols / 32) column blocks, block (32, R), the grid laid out as
+  ``kernels.coalescing.strip_launch`` chooses (the smaller count along x); and
+  ``<32, 256, 16>`` once more with the grid the other way round ("other order"), to show what the
+  choice is worth at each shape;
 - ``transpose_store_pattern<32, 8>`` from the same file: transpose_tiled<32, 8, 1>'s stores alone,
   writing 1.0f, nothing read.
 
@@ -26,7 +29,7 @@ and its ECC mode (from nvidia-smi, "unknown" without it).
 
 Run from the repository root on a GPU machine:
 
-    python benchmarks/bench_transpose.py            # ten shapes up to 16384 x 4096 (256 MiB each)
+    python benchmarks/bench_transpose.py            # twelve shapes up to 16384 x 4096 (256 MiB each)
     python benchmarks/bench_transpose.py --quick    # two small shapes, a smoke test
 
 Progress goes to stderr; the table is printed last, on stdout.
@@ -43,15 +46,17 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__)))) 
 
 import kernels  # noqa: E402
 from kernels import ceil_div  # noqa: E402
+from kernels.coalescing import strip_launch  # noqa: E402
 
 SHAPES = [(8192, 8192), (8192, 8193), (8193, 8192), (8191, 8193), (8196, 8196), (4097, 4095),
-          (1000, 50000), (50000, 1000), (4096, 16384), (16384, 4096)]
+          (1000, 50000), (1024, 50000), (50000, 1000), (50000, 1024), (4096, 16384), (16384, 4096)]
 QUICK_SHAPES = [(2048, 2048), (2049, 2047)]
 WARMUP, REPEAT = 2, 10
 
 # (label, source, kernel name, T, R, S, kind); every block is (T, R) threads. "transpose" launches with
-# grid (ceil(cols / T), ceil(rows / T)); "strip" with grid (ceil(cols / T), ceil((rows + 7) / S)), the
-# strip height S; "stores" is the store pattern (no input), with transpose_tiled's grid.
+# grid (ceil(cols / T), ceil(rows / T)); "strip" as kernels.coalescing.strip_launch says, for the strip
+# height S; "strip_other_order" with that grid the other way round; "stores" is the store pattern (no
+# input), with transpose_tiled's grid.
 KERNELS = [
     ("tiled<32,8,1>", "coalescing/transpose.cu", "transpose_tiled<32, 8, 1>", 32, 8, None, "transpose"),
     ("tiled<64,8,1>", "coalescing/transpose.cu", "transpose_tiled<64, 8, 1>", 64, 8, None, "transpose"),
@@ -59,6 +64,8 @@ KERNELS = [
      32, 16, 256, "strip"),
     ("aligned strip<32,128,8>", "coalescing/transpose_stores.cu", "transpose_aligned_strip<32, 128, 8>",
      32, 8, 128, "strip"),
+    ("strip<32,256,16> other order", "coalescing/transpose_stores.cu", "transpose_aligned_strip<32, 256, 16>",
+     32, 16, 256, "strip_other_order"),
     ("stores<32,8>", "coalescing/transpose_stores.cu", "transpose_store_pattern<32, 8>", 32, 8, None, "stores"),
 ]
 
@@ -84,10 +91,12 @@ def ecc_mode() -> str:
 def launcher(kernel, tile: int, rows_per_pass: int, strip, kind: str, rows: int, cols: int, a, out):
     """A function that queues one launch of ``kernel`` on (a, out) as KERNELS' ``kind`` says."""
     block = (tile, rows_per_pass)
-    if kind == "strip":                    # windows shift left by up to 7: one more block row may be needed
-        grid = (ceil_div(cols, tile), ceil_div(rows + 7, strip))
-    else:
-        grid = (ceil_div(cols, tile), ceil_div(rows, tile))
+    if kind in ("strip", "strip_other_order"):
+        launch = strip_launch(rows, cols, tile, strip, rows_per_pass)
+        if kind == "strip_other_order":
+            launch = strip_launch(rows, cols, tile, strip, rows_per_pass, strips_along_x=not launch.strips_along_x)
+        return lambda: kernel(launch.grid, launch.block, (a, out, rows, cols, launch.strips_along_x))
+    grid = (ceil_div(cols, tile), ceil_div(rows, tile))
     if kind == "stores":
         return lambda: kernel(grid, block, (out, rows, cols))
     return lambda: kernel(grid, block, (a, out, rows, cols))

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from kernels import diagrams_coalescing as dc
+from kernels.coalescing import MAX_GRID_Y, strip_launch
 from kernels.kernel_scan import name_expressions_in
 from kernels.nvrtc import compile_cuda, nvrtc_available
 from kernels.sources import source
@@ -34,6 +35,7 @@ KERNELS = {
     "transpose_stores.cu": [f"transpose_store_pattern<{t}, 8>" for t in (32, 64)]
                            + [f"transpose_aligned_strip<{t}, {s}, {r}>" for t, s, r in STRIPS],
     "gemv.cu": ["gemv_thread_per_row", "gemv_warp_per_row"],
+    "read_modify_write.cu": ["add_one_offset", "add_one_strided"],
 }
 
 needs_nvrtc = pytest.mark.skipif(not nvrtc_available(), reason="NVRTC bindings not installed")
@@ -85,6 +87,44 @@ def test_aligned_strip_has_eight_halo_rows(arch):
         assert shared <= 48 * 1024
     assert r["transpose_aligned_strip<32, 256, 16>"].shared_bytes == 34848
     assert r["transpose_store_pattern<32, 8>"].shared_bytes == 0
+
+
+@pytest.mark.parametrize("rows, cols, along_x", [
+    (1000, 50000, 1),    # 4 strips, 1563 column blocks: strips along x
+    (50000, 1000, 0),    # 196 strips, 32 column blocks: column blocks along x
+    (8192, 8192, 1), (4097, 4095, 1), (16384, 512, 0), (1, 1, 0)])
+def test_strip_launch_puts_the_smaller_count_along_x(rows, cols, along_x):
+    launch = strip_launch(rows, cols)
+    assert launch.strips == -(-(rows + 7) // 256) and launch.column_blocks == -(-cols // 32)
+    assert launch.strips_along_x == along_x
+    assert launch.grid == ((launch.strips, launch.column_blocks) if along_x
+                           else (launch.column_blocks, launch.strips))
+    assert launch.block == (32, 16)
+
+
+def test_strip_launch_counts_the_extra_strip():
+    """Windows shift left by up to 7 floats: 250 rows need 2 strips of 256, 249 need 1."""
+    assert strip_launch(249, 64).strips == 1
+    assert strip_launch(250, 64).strips == 2
+
+
+def test_strip_launch_order_can_be_forced_and_respects_the_grid_limit():
+    assert strip_launch(1000, 50000, strips_along_x=False).grid == (1563, 4)
+    assert strip_launch(50000, 1000, strips_along_x=True).grid == (196, 32)
+    many_cols = strip_launch(8, 32 * (MAX_GRID_Y + 10))        # 1 strip, more column blocks than y allows
+    assert many_cols.grid == (MAX_GRID_Y + 10, 1) and many_cols.strips_along_x == 0
+    with pytest.raises(ValueError, match="blocks along y"):
+        strip_launch(8, 32 * (MAX_GRID_Y + 10), strips_along_x=True)
+
+
+@pytest.mark.parametrize("kwargs, problem", [
+    ({"rows": 0, "cols": 5}, "rows must be a positive integer"),
+    ({"rows": 5, "cols": 2.5}, "cols must be a positive integer"),
+    ({"rows": 5, "cols": 5, "tile": 48}, "multiples of 32"),
+    ({"rows": 5, "cols": 5, "strip": 100}, "multiples of 32")])
+def test_strip_launch_rejects_bad_shapes(kwargs, problem):
+    with pytest.raises(ValueError, match=problem):
+        strip_launch(**kwargs)
 
 
 def test_no_vector_store_into_the_odd_pitch_tile():

@@ -142,20 +142,38 @@ def test_transpose_tiled(k, shape, tile, rows_per_pass, pad):
     assert report, str(report)
 
 
-def _launch_strip(k, kernel, strip, a, out, grid_rows):
+def _launch_strip(k, kernel, strip, a, out, grid_rows, strips_along_x=0):
+    """Launch with ceil(grid_rows / S) strips, in either grid order (the kernel's last argument)."""
     T, S, R = strip
     rows, cols = a.shape
-    kernel((k.ceil_div(cols, T), k.ceil_div(grid_rows, S)), (T, R), (a, out, rows, cols))
+    strips, column_blocks = k.ceil_div(grid_rows, S), k.ceil_div(cols, T)
+    grid = (strips, column_blocks) if strips_along_x else (column_blocks, strips)
+    kernel(grid, (T, R), (a, out, rows, cols, strips_along_x))
 
 
+@pytest.mark.parametrize("strips_along_x", [0, 1])
 @pytest.mark.parametrize("strip, shape", strip_cases())
-def test_transpose_aligned_strip(k, strip, shape):
-    """Tall strips with each output row's window shifted to whole sectors; one more block row in the grid."""
+def test_transpose_aligned_strip(k, strip, shape, strips_along_x):
+    """Tall strips with each output row's window shifted to whole sectors; one more strip in the grid,
+    which may be laid out either way round."""
     T, S, R = strip
     kernel = k.load_kernel("coalescing/transpose_stores.cu", f"transpose_aligned_strip<{T}, {S}, {R}>")
     rows, cols = shape
-    report = k.check(lambda a, out: _launch_strip(k, kernel, strip, a, out, rows + 7), lambda a: a.T,
-                     inputs={"a": k.rand(shape)}, outputs={"out": ((cols, rows), np.float32)}, tol=0)
+    report = k.check(lambda a, out: _launch_strip(k, kernel, strip, a, out, rows + 7, strips_along_x),
+                     lambda a: a.T, inputs={"a": k.rand(shape)}, outputs={"out": ((cols, rows), np.float32)}, tol=0)
+    assert report, str(report)
+
+
+@pytest.mark.parametrize("shape", [(1, 1), (300, 7), (7, 300), (1000, 777), (263, 4097), (4097, 33)])
+def test_strip_launch_drives_the_kernel(k, shape):
+    """kernels.coalescing.strip_launch's grid and order, as the chapter and the benchmark launch it."""
+    from kernels.coalescing import strip_launch
+
+    kernel = k.load_kernel("coalescing/transpose_stores.cu", "transpose_aligned_strip<32, 256, 16>")
+    rows, cols = shape
+    launch = strip_launch(rows, cols)
+    report = k.check(lambda a, out: kernel(launch.grid, launch.block, (a, out, rows, cols, launch.strips_along_x)),
+                     lambda a: a.T, inputs={"a": k.rand(shape)}, outputs={"out": ((cols, rows), np.float32)}, tol=0)
     assert report, str(report)
 
 
@@ -227,3 +245,46 @@ def test_tile_of_64_by_64_threads_is_refused(k):
     with pytest.raises(Exception):
         _launch_tiles(k, kernel, a, cp.empty_like(a), 64, 64)
         cp.cuda.Device().synchronize()
+
+
+def _add_one_reference(pattern):
+    def reference(a0, n, step):
+        a = a0.copy()
+        if pattern == "offset":
+            a[step:step + n] += 1.0
+        else:
+            a[::step][:n] += 1.0
+        return a
+    return reference
+
+
+@pytest.mark.parametrize("pattern", ["offset", "strided"])
+@pytest.mark.parametrize("n, step", [(1, 1), (31, 2), (1009, 7), (1009, 8), (4099, 32), (33, 33)])
+@pytest.mark.parametrize("grid", [1, None])   # one block striding over everything, or one element per thread
+def test_read_modify_write(k, pattern, n, step, grid):
+    """a[i + s] += 1 or a[i * s] += 1 for i < n; every other element of a is left as it was."""
+    kernel = k.load_kernel("coalescing/read_modify_write.cu", f"add_one_{pattern}")
+    size = n + step if pattern == "offset" else (n - 1) * step + 1
+    blocks = grid or k.ceil_div(n, 256)
+
+    def launch(a0, n, step, a):
+        a[...] = a0              # in place: start from the input, then let the kernel change it
+        kernel((blocks,), (256,), (a, n, step))
+
+    # tol 1e-6: a[i] + 1 rounds to float32 in the kernel, not in the float64 reference; an element
+    # incremented twice, or not at all, is off by about 1 and fails.
+    report = k.check(launch, _add_one_reference(pattern), inputs={"a0": k.rand(size), "n": n, "step": step},
+                     outputs={"a": (size, np.float32)}, tol=1e-6)
+    assert report, str(report)
+
+
+def test_read_modify_write_offset_zero(k):
+    kernel = k.load_kernel("coalescing/read_modify_write.cu", "add_one_offset")
+
+    def launch(a0, n, a):
+        a[...] = a0
+        kernel((3,), (64,), (a, n, 0))
+
+    report = k.check(launch, lambda a0, n: a0 + 1.0, inputs={"a0": k.rand(1000), "n": 1000},
+                     outputs={"a": (1000, np.float32)}, tol=1e-6)
+    assert report, str(report)

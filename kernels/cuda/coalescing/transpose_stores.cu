@@ -19,30 +19,46 @@
 //                                  rows is odd: the loss is in the stores.
 //                                  Grid (ceil(cols / T), ceil(rows / T)), block (T, R).
 // transpose_aligned_strip<T, S, R> the fix: a tall strip per block, with aligned stores. A block of
-//                                  (T, R) threads owns T input columns and S input rows (S and T
-//                                  multiples of 32). Phase 1 loads input rows blockIdx.y * S - 8 ..
-//                                  blockIdx.y * S + S - 1 into tile[S + 8][T + 1]: 8 halo rows above
-//                                  the block's S rows (rows outside the input are not loaded).
-//                                  Phase 2: each warp writes one output row at a time, the S-float
-//                                  window starting at column blockIdx.y * S - m, m that row's
+//                                  (T, R) threads owns T input columns (its column block) and S input
+//                                  rows (its strip; S and T multiples of 32). Phase 1 loads input rows
+//                                  strip * S - 8 .. strip * S + S - 1 into tile[S + 8][T + 1]: 8 halo
+//                                  rows above the block's S rows (rows outside the input are not
+//                                  loaded). Phase 2: each warp writes one output row at a time, the
+//                                  S-float window starting at column strip * S - m, m that row's
 //                                  misalignment, so that every warp store covers whole 32-byte
-//                                  sectors. In one output row the windows of consecutive blocks are
+//                                  sectors. In one output row the windows of consecutive strips are
 //                                  consecutive: every element is written exactly once, and no
 //                                  sector is written partly by two blocks. Windows shift left by up
-//                                  to 7, so the last columns of a row may need one more block row:
-//                                  grid (ceil(cols / T), ceil((rows + 7) / S)), block (T, R).
+//                                  to 7, so the last columns of a row may need one more strip:
+//                                  ceil((rows + 7) / S) strips, ceil(cols / T) column blocks,
+//                                  block (T, R). strips_along_x = 0: grid (column blocks, strips);
+//                                  strips_along_x = 1: grid (strips, column blocks). Both are
+//                                  correct; kernels.coalescing.strip_launch picks one (see below).
 //
 // Why a tall strip: an earlier attempt shifted the windows the same way with a square T x T tile and
 // the same 8-row halo, so every block read 8 extra input rows per T (25 % more for T = 32, against 3 %
 // for S = 256); it reached 79 to 89 % of the copy at every shape, which cost the aligned shapes
 // more than it gained (the first table recorded by benchmarks/bench_transpose.py, in git history). In
 // exploratory runs a tall strip without the shift (S = 256, R = 16) got 84 to 92 % at misaligned shapes:
-// partial sectors remain at the strip boundaries. With both, transpose_aligned_strip<32, 256, 16> (the
+// partial sectors remain at the strip boundaries. transpose_aligned_strip<32, 256, 16> is the
 // chapter's choice: 512 threads, (256 + 8) x 33 x 4 = 34848 bytes of static shared memory, under the
-// 48 KB static limit, so it also runs on a T4) reached 92.2 to 95.8 % of the copy at the shapes whose
-// number of rows is not a multiple of 8 and 92.5 to 94.1 % at the others, except 1000 x 50000 (89.0 %),
-// where no transpose of the benchmark reached 90 %; transpose_aligned_strip<32, 128, 8> stayed at 86.6
-// to 91.5 %. The table: benchmarks/results/bench_transpose_h100.txt.
+// 48 KB static limit, so it also runs on a T4. <32, 256, 32> (1024 threads, 2 blocks per SM) ran at
+// only 62 to 77 %, <32, 256, 8> at 82 to 89 %, and <32, 128, 8> at 86.6 to 91.5 %.
+//
+// Why the grid order matters: blocks are observed to start roughly in order of their linear index
+// (blockIdx.x fastest; CUDA does not promise any order), so the blocks resident at one time are a
+// run of consecutive x. With strips along y, that run is one strip of many column blocks: it reads
+// whole input rows, but writes only an S-float window (1 KB) of each output row it touches. When the
+// input has few rows, output rows are short (rows floats) and those windows are spaced rows * 4 bytes
+// apart all over the output: at 1024 x 50000 (a 4 KB output row) the strips-along-y order reached only
+// 84 % of the copy, at 1000 x 50000 about 89.5 %. With strips along x the run is all strips of fewer
+// column blocks: each column block writes its T output rows completely, so the stores are
+// contiguous, and at those two shapes the kernel reached 93 to 94 %. When the input has many rows and
+// few columns (50000 x 1000) the same order reads a T-column slice of rows spaced cols * 4 bytes
+// apart, and fell from 93 to 89 %. strip_launch therefore puts along x whichever of the two counts is
+// smaller: strips when there are fewer strips than column blocks, column blocks otherwise. (Measured
+// in an exploratory run on the H100 that compared both orders at 8 shapes; the table recorded by
+// benchmarks/bench_transpose.py has the chosen order: benchmarks/results/bench_transpose_h100.txt.)
 //
 // The tile's pitch is T + 1 floats (as transpose_tiled<T, R, 1>): a warp reading a column of it
 // (32 consecutive rows) touches 32 different banks. Each element is stored to shared memory on its own.
@@ -62,12 +78,15 @@ __global__ void transpose_store_pattern(float* __restrict__ out, int rows, int c
 }
 
 template <int T, int S, int R>
-__global__ void transpose_aligned_strip(const float* __restrict__ in, float* __restrict__ out, int rows, int cols)
+__global__ void transpose_aligned_strip(const float* __restrict__ in, float* __restrict__ out, int rows, int cols,
+                                        int strips_along_x)
 {
     constexpr int H = 8;                                   // floats per 32-byte sector
     __shared__ float tile[S + H][T + 1];
-    const int c = blockIdx.x * T + threadIdx.x;
-    const int r0 = blockIdx.y * S - H;                     // first input row held: H rows of halo
+    const int col_block = strips_along_x ? blockIdx.y : blockIdx.x;
+    const int strip = strips_along_x ? blockIdx.x : blockIdx.y;
+    const int c = col_block * T + threadIdx.x;
+    const int r0 = strip * S - H;                          // first input row held: H rows of halo
     for (int k = threadIdx.y; k < S + H; k += R) {
         const int r = r0 + k;
         if (r >= 0 && r < rows && c < cols) tile[k][threadIdx.x] = in[(long long)r * cols + c];
@@ -76,11 +95,11 @@ __global__ void transpose_aligned_strip(const float* __restrict__ in, float* __r
     const int lane = threadIdx.x % 32, warp = (threadIdx.y * T + threadIdx.x) / 32;
     constexpr int WARPS = T * R / 32;
     for (int j = warp; j < T; j += WARPS) {                // one output row per warp at a time
-        const int orow = blockIdx.x * T + j;
+        const int orow = col_block * T + j;
         if (orow >= cols) break;
         float* row = out + (long long)orow * rows;
         const int m = (int)(((unsigned long long)row / sizeof(float)) % H);   // floats past a sector start
-        const int base = blockIdx.y * S - m;               // this block's window, shifted to whole sectors
+        const int base = strip * S - m;                    // this block's window, shifted to whole sectors
         for (int i = lane; i < S; i += 32) {
             const int oc = base + i;
             if (oc >= 0 && oc < rows) row[oc] = tile[i - m + H][j];
