@@ -5,6 +5,8 @@
 - :func:`simulate_scheduler`: a toy warp scheduler (one issue per cycle, loads with a fixed latency).
 - :func:`scheduler_timeline`: two runs of that model side by side, few warps and many warps.
 - :func:`issue_utilization`: the closed form the toy model follows, ``min(1, W (c + 1) / (c + L))``.
+- :func:`occupancy_dials`: measured bandwidth against resident warps per SM, occupancy set by shared
+  memory and by registers, on one axis.
 
 The scheduling model is a teaching model, not a simulator of a real SM: one scheduler, one
 instruction per cycle, every instruction taking one issue cycle, and a load whose result is needed
@@ -13,7 +15,9 @@ and 16 resident warps each) have many more reasons to stall; the chapter says wh
 """
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -22,7 +26,7 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
 __all__ = ["warp_of", "warp_layout", "SchedulerRun", "simulate_scheduler", "scheduler_timeline",
-           "issue_utilization"]
+           "issue_utilization", "occupancy_dials"]
 
 _COLOURS = ("#56B4E9", "#E69F00", "#009E73", "#CC79A7", "#F0E442", "#0072B2", "#D55E00", "#999999")
 WARP_SIZE = 32
@@ -165,5 +169,58 @@ def scheduler_timeline(few: int = 2, many: int = 8, latency: int = 20, compute: 
                         Patch(color="#D55E00", label="waiting for its load")],
                loc="lower center", ncol=3, fontsize=8, frameon=False)
     fig.tight_layout(rect=(0, 0.07, 1, 1))
+    plt.close(fig)
+    return fig
+
+
+def _measured(records: Sequence[Mapping[str, Any]], x: str, y: str) -> list[Mapping[str, Any]]:
+    """The records that have a number for both ``x`` and ``y``, in order of ``x``."""
+    good = [r for r in records if isinstance(r.get(x), (int, float)) and isinstance(r.get(y), (int, float))]
+    return sorted(good, key=lambda r: r[x])
+
+
+def occupancy_dials(shared: Sequence[Mapping[str, Any]], registers: Sequence[Mapping[str, Any]],
+                    ceiling: float | None = None, y: str = "GB/s") -> Figure:
+    """Bandwidth against resident warps per SM for the two ways the chapter sets occupancy.
+
+    ``shared``: records with ``warps_per_sm`` and ``y`` (occupancy set by unused dynamic shared
+    memory), drawn as a line. ``registers``: records with ``warps/SM``, ``registers/thread`` and
+    ``y`` (occupancy set by registers per thread), drawn as points labelled with their register
+    counts; points at the same number of warps share one label. Records without a value (a note
+    instead) are left out. ``ceiling``: a horizontal line, such as the copy ceiling.
+    """
+    fig, ax = plt.subplots(figsize=(7.5, 4.6))
+    line = _measured(shared, "warps_per_sm", y)
+    if line:
+        ax.plot([r["warps_per_sm"] for r in line], [r[y] for r in line], "-o", color=_COLOURS[5],
+                markersize=5, label="occupancy set by shared memory")
+    points = _measured(registers, "warps/SM", y)
+    if points:
+        ax.plot([r["warps/SM"] for r in points], [r[y] for r in points], "D", color=_COLOURS[6],
+                markersize=7, markerfacecolor="none", markeredgewidth=1.5, label="occupancy set by registers")
+        by_warps: dict[float, list[Mapping[str, Any]]] = {}
+        for r in points:
+            by_warps.setdefault(r["warps/SM"], []).append(r)
+        for warps, group in by_warps.items():
+            regs = sorted({r.get("registers/thread") for r in group if r.get("registers/thread") is not None})
+            if not regs:
+                continue
+            text = f"{regs[0]}" if len(regs) == 1 else f"{regs[0]}-{regs[-1]}"
+            ax.annotate(f"{text} regs", (warps, max(r[y] for r in group)), textcoords="offset points",
+                        xytext=(6, -12), fontsize=7, color=_COLOURS[6])
+    if ceiling:
+        ax.axhline(ceiling, color="#999999", linestyle="--", linewidth=1)
+        ax.annotate("copy ceiling", (0, ceiling), xycoords=("axes fraction", "data"), textcoords="offset points",
+                    xytext=(4, 3), fontsize=8, color="#666666")
+    ax.set_xlabel("resident warps per SM")
+    ax.set_ylabel(y)
+    ax.set_ylim(bottom=0)
+    widest = max([r["warps_per_sm"] for r in line] + [r["warps/SM"] for r in points], default=0)
+    ax.set_xlim(0, widest * 1.12 if widest else None)  # room for the labels of the last points
+    ax.grid(alpha=0.3)
+    ax.set_title("Bandwidth follows the resident warps, whichever resource limits them", fontsize=10)
+    if line or points:
+        ax.legend(loc="lower right", fontsize=8)
+    fig.tight_layout()
     plt.close(fig)
     return fig

@@ -10,6 +10,9 @@ Everything here runs without a GPU (the chain builder takes ``xp=cupy`` to build
 - :func:`conflict_degree`: how many passes shared memory needs for one warp-wide access.
 - :func:`bank_stride_reference`, :func:`lookup_reference`, :func:`reread_reference`,
   :func:`tile_transpose_reference`: float64 references of the chapter's kernels.
+- :func:`rope_theta`, :func:`rope_tables`: the rotation frequencies and the cosine and sine tables of
+  the RoPE kernels (``rope.cu``); :func:`rope_reference`, :func:`rope_sincos_reference`: their float64
+  references.
 - :func:`bank_map`: a figure of which bank each lane of a warp hits, for a few strides.
 - :func:`tile_layouts`: a figure of the bank of every element of a 32x32 tile, plain, padded, swizzled.
 - :func:`latency_plot`: nanoseconds per load against the working set, with the cache sizes marked (and
@@ -30,6 +33,8 @@ LINE_BYTES = 128  # L1 and L2 cache line
 TABLE_WORDS = 1024  # bank_stride.cu's shared table
 LOOKUP_ENTRIES = 256  # constant_table.cu's table
 SHARED_CHASE_MAX_ENTRIES = 12 * 1024  # 48 KiB: the shared memory a block gets without opting in to more
+ROPE_TABLE_ENTRIES = 4096  # rope.cu's __constant__ tables: seq * pairs entries each, 16 KiB
+ROPE_BASE = 10000.0        # the base of the rotation frequencies (Su et al., RoFormer; Llama)
 
 
 def chase_chain(working_set_bytes: int, line_bytes: int = LINE_BYTES, seed: int | None = None,
@@ -136,6 +141,75 @@ def tile_transpose_reference(x: np.ndarray, ntiles: int, reps: int) -> np.ndarra
     """reps * the transpose of every 32x32 tile of x."""
     tiles = np.asarray(x, dtype=np.float64).reshape(int(ntiles), 32, 32)
     return int(reps) * tiles.transpose(0, 2, 1).reshape(-1)
+
+
+def rope_theta(pairs: int, base: float = ROPE_BASE) -> np.ndarray:
+    """theta[p] = base^(-2p / (2 * pairs)) for p < pairs, float32: the rotation frequency of pair p of a
+    head vector of 2 * pairs numbers (Su et al., RoFormer, 2021). theta[0] = 1; the last one,
+    base^(-(pairs - 1) / pairs), is a little above 1 / base."""
+    pairs = int(pairs)
+    if pairs < 1:
+        raise ValueError(f"pairs must be at least 1, got {pairs}")
+    if not base > 1:
+        raise ValueError(f"base must be greater than 1, got {base}")
+    return (float(base) ** (-np.arange(pairs, dtype=np.float64) / pairs)).astype(np.float32)
+
+
+def rope_tables(seq: int, theta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """cos and sin of m * theta[p] at entry m * pairs + p for m < seq, float32 (rope.cu's tables).
+
+    The angles are computed in float64 and only the results rounded to float32.
+    """
+    seq = int(seq)
+    theta = np.asarray(theta, dtype=np.float64).reshape(-1)
+    if seq < 1 or theta.size < 1:
+        raise ValueError(f"the tables need seq >= 1 and at least one theta, got seq {seq}, {theta.size} theta")
+    angle = (np.arange(seq, dtype=np.float64)[:, None] * theta[None, :]).reshape(-1)
+    return np.cos(angle).astype(np.float32), np.sin(angle).astype(np.float32)
+
+
+def _rope_shape(x: np.ndarray, seq: int, heads: int, pairs: int) -> tuple[int, int, int, int]:
+    seq, heads, pairs = int(seq), int(heads), int(pairs)
+    if min(seq, heads, pairs) < 1:
+        raise ValueError(f"seq, heads and pairs must be at least 1, got {seq}, {heads}, {pairs}")
+    per_batch = 2 * seq * heads * pairs
+    if np.size(x) == 0 or np.size(x) % per_batch:
+        raise ValueError(f"x has {np.size(x)} floats, not a positive multiple of 2 * seq * heads * pairs = "
+                         f"{per_batch}")
+    return np.size(x) // per_batch, seq, heads, pairs
+
+
+def rope_reference(x: np.ndarray, cos_table: np.ndarray, sin_table: np.ndarray, seq: int, heads: int,
+                   pairs: int) -> np.ndarray:
+    """rope.cu's output from tables, in float64.
+
+    x is viewed as (batch, seq, heads, pairs, 2); the pair (x0, x1) at position m becomes
+    (x0 c - x1 s, x0 s + x1 c), with c and s the table entries m * pairs + p. Tables longer than
+    seq * pairs entries (the constant tables hold ROPE_TABLE_ENTRIES) are read only that far.
+    """
+    batch, seq, heads, pairs = _rope_shape(x, seq, heads, pairs)
+    entries = seq * pairs
+    cos_table, sin_table = (np.asarray(t, dtype=np.float64).reshape(-1) for t in (cos_table, sin_table))
+    if min(cos_table.size, sin_table.size) < entries:
+        raise ValueError(f"the tables need seq * pairs = {entries} entries, got {cos_table.size} and "
+                         f"{sin_table.size}")
+    v = np.asarray(x, dtype=np.float64).reshape(batch, seq, heads, pairs, 2)
+    c = cos_table[:entries].reshape(1, seq, 1, pairs)
+    s = sin_table[:entries].reshape(1, seq, 1, pairs)
+    out = np.empty_like(v)
+    out[..., 0] = v[..., 0] * c - v[..., 1] * s
+    out[..., 1] = v[..., 0] * s + v[..., 1] * c
+    return out.reshape(-1)
+
+
+def rope_sincos_reference(x: np.ndarray, theta: np.ndarray, seq: int, heads: int, pairs: int) -> np.ndarray:
+    """rope_sincos's output: the rotation of :func:`rope_reference` with the angles m * theta[p]
+    computed in float64 from the given theta (the kernel rounds them to float32)."""
+    theta = np.asarray(theta, dtype=np.float64).reshape(-1)
+    if theta.size < int(pairs):
+        raise ValueError(f"theta has {theta.size} entries, the kernel reads {int(pairs)}")
+    angle = np.arange(int(seq), dtype=np.float64)[:, None] * theta[None, :int(pairs)]
+    return rope_reference(x, np.cos(angle).reshape(-1), np.sin(angle).reshape(-1), seq, heads, pairs)
 
 
 # --------------------------------------------------------------------------- figures

@@ -29,7 +29,12 @@ KERNELS = {
     "bank_stride.cu": ["bank_stride"],
     "tile_transpose.cu": ["tile_transpose_plain", "tile_transpose_padded", "tile_transpose_swizzled"],
     "constant_table.cu": ["lookup_constant", "lookup_global"],
+    "rope.cu": ["rope_constant", "rope_global", "rope_sincos"],
 }
+# sincosf reduces angles of 105615 rad and more on a slow path (Payne-Hanek) that keeps 7 words in a
+# per-thread array: ptxas gives rope_sincos a 32-byte stack frame for sm_90 (none for sm_75). The
+# chapter explains it; RoPE's angles reach that path only at positions beyond 105615.
+STACK_FRAME_ALLOWED = {"rope_sincos": 32}
 
 needs_nvrtc = pytest.mark.skipif(not nvrtc_available(), reason="NVRTC bindings not installed")
 
@@ -50,8 +55,8 @@ def test_compiles_without_local_memory(filename, arch):
     result = compiled(filename, arch)
     assert result.cubin
     assert sorted(result.resources) == sorted(KERNELS[filename])
-    for report in result.resources.values():
-        assert report.stack_frame_bytes == 0 and not report.spills, report
+    for name, report in result.resources.items():
+        assert report.stack_frame_bytes <= STACK_FRAME_ALLOWED.get(name, 0) and not report.spills, report
 
 
 @needs_nvrtc
@@ -62,7 +67,29 @@ def test_static_shared_memory(arch):
         assert report.shared_bytes == 4 * 32 * 33  # sized for the padded layout in all three
     for name in ("pointer_chase", "reread", "shared_chase"):  # shared_chase's is dynamic only
         assert not compiled(f"{name}.cu", arch).resources[name].shared_bytes
+    for report in compiled("rope.cu", arch).resources.values():
+        assert not report.shared_bytes
 
+
+def _ptx_of(ptx: str, kernel: str) -> str:
+    start = ptx.index(f".entry {kernel}(")
+    end = ptx.find(".entry ", start + 1)
+    return ptx[start:] if end < 0 else ptx[start:end]
+
+
+@needs_nvrtc
+@pytest.mark.parametrize("arch", ARCHS)
+def test_rope_kernels_read_their_tables_where_the_chapter_says(arch):
+    """rope_constant's table loads go to the constant cache, rope_global's through the read-only
+    global path (ld.global.nc, what __ldg requests), and rope_sincos reads theta only (plus, on
+    sincosf's slow path, its own constants). Every kernel moves each pair with one 8-byte load and store."""
+    ptx = compiled("rope.cu", arch).ptx
+    constant, global_, sincos = (_ptx_of(ptx, name) for name in KERNELS["rope.cu"])
+    assert "ld.const.f32" in constant and "ld.global.nc.f32" not in constant
+    assert "ld.const" not in global_ and global_.count("ld.global.nc.f32") == 2
+    assert "ld.const" not in sincos and "rope_cos_c" not in sincos and "rope_sin_c" not in sincos
+    for body in (constant, global_, sincos):
+        assert body.count("ld.global.nc.v2.f32") == 1 and body.count("st.global.v2.f32") == 1
 
 @needs_nvrtc
 @pytest.mark.parametrize("arch", ARCHS)
@@ -94,6 +121,13 @@ def test_constant_table_size_matches_helpers():
     assert f"#define ENTRIES {mh.LOOKUP_ENTRIES}" in code
     assert "__constant__ float table_c[ENTRIES]" in code
     assert f"#define WORDS {mh.TABLE_WORDS}" in source("memory_hierarchy/bank_stride.cu")
+    rope = source("memory_hierarchy/rope.cu")
+    assert f"#define ROPE_TABLE_ENTRIES {mh.ROPE_TABLE_ENTRIES}" in rope
+    for name in ("rope_cos_c", "rope_sin_c"):
+        assert f"__constant__ float {name}[ROPE_TABLE_ENTRIES];" in rope
+    # Both tables together fit in the 64 KB of constant memory, beside the chapter's other table.
+    assert 2 * 4 * mh.ROPE_TABLE_ENTRIES + 4 * mh.LOOKUP_ENTRIES <= 64 * 1024
+    assert 64 * 64 <= mh.ROPE_TABLE_ENTRIES  # the notes' shape: 64 positions x 64 pairs
 
 
 # --------------------------------------------------------------------------- helpers
@@ -208,6 +242,104 @@ def test_reread_reference():
         ref = mh.reread_reference(x, n4, 3, threads)
         loop = [3 * sum(x[4 * i:4 * i + 4].sum() for i in range(t, n4, threads)) for t in range(threads)]
         np.testing.assert_allclose(ref, loop, rtol=1e-12, atol=1e-12)
+
+
+def _rope_loops(x, seq, heads, pairs, angle):
+    """Plain complex arithmetic: pair (x0, x1) is x0 + i x1, multiplied by exp(i * angle(m, p))."""
+    batch = len(x) // (2 * seq * heads * pairs)
+    out = np.empty(len(x))
+    for b in range(batch):
+        for m in range(seq):
+            for h in range(heads):
+                for p in range(pairs):
+                    i = 2 * (((b * seq + m) * heads + h) * pairs + p)
+                    z = complex(x[i], x[i + 1]) * np.exp(1j * angle(m, p))
+                    out[i], out[i + 1] = z.real, z.imag
+    return out
+
+
+@pytest.mark.parametrize("batch,seq,heads,pairs", [(1, 1, 1, 1), (2, 3, 1, 4), (1, 5, 3, 7), (3, 2, 2, 64)])
+def test_rope_references_are_complex_rotations(batch, seq, heads, pairs):
+    x = rng.standard_normal(2 * batch * seq * heads * pairs)
+    theta = mh.rope_theta(pairs)
+    cos_t, sin_t = mh.rope_tables(seq, theta)
+    angle = lambda m, p: m * float(theta[p])
+    np.testing.assert_allclose(mh.rope_sincos_reference(x, theta, seq, heads, pairs),
+                               _rope_loops(x, seq, heads, pairs, angle), rtol=0, atol=1e-12)
+    # From the float32 tables: the loops' exact rotation, up to the tables' rounding (2^-24 each).
+    np.testing.assert_allclose(mh.rope_reference(x, cos_t, sin_t, seq, heads, pairs),
+                               _rope_loops(x, seq, heads, pairs, angle), rtol=0,
+                               atol=2 * 2**-24 * np.abs(x).max())
+    # Entries beyond seq * pairs (the constant tables hold ROPE_TABLE_ENTRIES) are not read.
+    padded = [np.concatenate([t, np.full(mh.ROPE_TABLE_ENTRIES - t.size, np.nan)]) for t in (cos_t, sin_t)]
+    np.testing.assert_array_equal(mh.rope_reference(x, *padded, seq, heads, pairs),
+                                  mh.rope_reference(x, cos_t, sin_t, seq, heads, pairs))
+
+
+def test_rope_reference_pairs_are_interleaved():
+    """Pair p of a head vector is elements 2p and 2p + 1; position m turns it by m * theta[p]."""
+    seq, heads, pairs = 3, 2, 4
+    x = np.zeros(2 * seq * heads * pairs)
+    x[0::2] = 1.0                                      # every pair is (1, 0): the output is (cos, sin)
+    theta = mh.rope_theta(pairs)
+    out = mh.rope_sincos_reference(x, theta, seq, heads, pairs).reshape(seq, heads, pairs, 2)
+    for m in range(seq):
+        for h in range(heads):
+            for p in range(pairs):
+                assert out[m, h, p, 0] == pytest.approx(np.cos(m * float(theta[p])), abs=1e-15)
+                assert out[m, h, p, 1] == pytest.approx(np.sin(m * float(theta[p])), abs=1e-15)
+
+
+@pytest.mark.parametrize("pairs", [1, 2, 7, 64])
+def test_rope_theta(pairs):
+    theta = mh.rope_theta(pairs)
+    assert theta.dtype == np.float32 and theta.shape == (pairs,)
+    assert theta[0] == 1.0
+    assert np.all(np.diff(theta) < 0)
+    expected = [mh.ROPE_BASE ** (-p / pairs) for p in range(pairs)]   # base^(-2p / head_dim)
+    np.testing.assert_allclose(theta, expected, rtol=2**-24)
+    assert theta[-1] > 1 / mh.ROPE_BASE
+    np.testing.assert_allclose(mh.rope_theta(pairs, base=2.0), [2.0 ** (-p / pairs) for p in range(pairs)],
+                               rtol=2**-24)
+
+
+def test_rope_tables():
+    seq, pairs = 5, 3
+    theta = mh.rope_theta(pairs)
+    cos_t, sin_t = mh.rope_tables(seq, theta)
+    assert cos_t.dtype == sin_t.dtype == np.float32 and cos_t.shape == sin_t.shape == (seq * pairs,)
+    for m in range(seq):
+        for p in range(pairs):
+            a = m * float(theta[p])
+            assert cos_t[m * pairs + p] == np.float32(np.cos(a))   # rounded once, from float64
+            assert sin_t[m * pairs + p] == np.float32(np.sin(a))
+    assert np.all(cos_t[:pairs] == 1) and np.all(sin_t[:pairs] == 0)   # position 0 is not turned
+
+
+@pytest.mark.parametrize("pairs", [0, -1])
+def test_rope_theta_rejects_no_pairs(pairs):
+    with pytest.raises(ValueError, match="pairs"):
+        mh.rope_theta(pairs)
+
+
+def test_rope_helpers_reject_bad_input():
+    theta = mh.rope_theta(4)
+    cos_t, sin_t = mh.rope_tables(3, theta)
+    x = np.ones(2 * 3 * 2 * 4)
+    with pytest.raises(ValueError, match="base"):
+        mh.rope_theta(4, base=1.0)
+    with pytest.raises(ValueError):
+        mh.rope_tables(0, theta)
+    with pytest.raises(ValueError, match="multiple"):              # not whole head vectors
+        mh.rope_reference(x[:-2], cos_t, sin_t, 3, 2, 4)
+    with pytest.raises(ValueError, match="multiple"):
+        mh.rope_reference(x[:0], cos_t, sin_t, 3, 2, 4)
+    with pytest.raises(ValueError, match="at least 1"):
+        mh.rope_reference(x, cos_t, sin_t, 3, 0, 4)
+    with pytest.raises(ValueError, match="entries"):               # tables shorter than seq * pairs
+        mh.rope_reference(x, cos_t[:-1], sin_t, 3, 2, 4)
+    with pytest.raises(ValueError, match="theta"):
+        mh.rope_sincos_reference(x, theta[:3], 3, 2, 4)
 
 
 def test_tile_transpose_reference():

@@ -1,5 +1,6 @@
 """CPU tests of the "SIMT and warps" chapter: its kernels compile for the T4 (sm_75) and the H100
-(sm_90) with NVRTC and contain the warp instructions the chapter says they contain; the chapter has
+(sm_90) with NVRTC and contain the warp instructions the chapter says they contain; the ballast
+kernel's register count grows with its ballast, without spilling; the chapter has
 its structure and setup cell; the NumPy references (the GPU tests' and the chapter's) agree with plain
 Python loops; the warp-mapping and scheduling helpers are right.
 """
@@ -15,6 +16,7 @@ import numpy as np
 import pytest
 
 from kernels import diagrams_simt_and_warps as simt
+from kernels.kernel_scan import name_expressions_in
 from kernels.nvrtc import compile_cuda, nvrtc_available
 from kernels.sources import source
 
@@ -22,6 +24,7 @@ ROOT = Path(__file__).resolve().parents[1]
 CHAPTER = ROOT / "book" / "simt_and_warps.md"
 KERNEL_DIR = ROOT / "kernels" / "cuda" / "simt_and_warps"
 ARCHS = ["sm_75", "sm_90"]
+BALLAST = [0, 8, 16, 24, 32, 48, 64, 80, 96, 112, 128, 160, 192, 224]  # register_ballast.cu's R
 
 KERNELS = {
     "branch_paths.cu": ["branch_paths"],
@@ -29,14 +32,17 @@ KERNELS = {
     "block_sum.cu": ["block_sum_unsafe_tail", "block_sum_syncwarp", "block_sum_shfl"],
     "warp_ops.cu": ["warp_allreduce", "warp_votes"],
     "latency_copy.cu": ["copy_one_in_flight", "copy_four_in_flight"],
+    "register_ballast.cu": [f"copy_with_ballast<{r}>" for r in BALLAST],  # template instantiations
 }
 
 needs_nvrtc = pytest.mark.skipif(not nvrtc_available(), reason="NVRTC bindings not installed")
 
 
 def compiled(filename: str, arch: str):
+    """The file compiled for ``arch``, with every template instantiation its name_expressions list."""
     path = f"simt_and_warps/{filename}"
-    return compile_cuda(source(path), arch, filename=path).raise_for_errors()
+    code = source(path)
+    return compile_cuda(code, arch, (), name_expressions_in(code), filename=path).raise_for_errors()
 
 
 def ptx_body(filename: str, kernel: str) -> str:
@@ -57,6 +63,27 @@ def test_compiles(filename, arch):
     assert sorted(result.resources) == sorted(KERNELS[filename])
     for report in result.resources.values():
         assert report.stack_frame_bytes == 0 and not report.spills, report
+
+
+def test_ballast_instantiations_are_the_listed_ones():
+    code = source("simt_and_warps/register_ballast.cu")
+    assert list(name_expressions_in(code)) == KERNELS["register_ballast.cu"]
+    chapter = re.search(r"^BALLAST = \[([^\]]*)\]", _chapter_text(), flags=re.M)
+    assert chapter and [int(v) for v in chapter.group(1).split(",")] == BALLAST
+
+
+@needs_nvrtc
+@pytest.mark.parametrize("arch", ARCHS)
+def test_ballast_dials_registers(arch):
+    """More ballast never means fewer registers, and the largest comes close to the 255 limit: R
+    really sets the registers per thread, and so the occupancy (test_compiles checks that nothing spills)."""
+    resources = compiled("register_ballast.cu", arch).resources
+    registers = [resources[f"copy_with_ballast<{r}>"].registers for r in BALLAST]
+    assert registers == sorted(registers), registers
+    assert registers[-1] >= 200 and registers[-1] <= 255, registers
+    assert registers[0] < 40, registers
+    for r, regs in zip(BALLAST, registers):
+        assert regs >= r, (r, regs)  # all R ballast values are held at once
 
 
 @needs_nvrtc
@@ -128,7 +155,9 @@ def test_every_kernel_is_loaded_and_shown():
     for filename, names in KERNELS.items():
         assert f'simt_and_warps/{filename}"' in text
         for name in names:
-            if name not in ("short_branch", "long_branch"):  # these two are read as PTX/SASS, not run
+            if "<" in name:  # a template, loaded as f"copy_with_ballast<{R}>" for every R in BALLAST
+                assert f'"{name.split("<")[0]}<{{R}}>"' in text, name
+            elif name not in ("short_branch", "long_branch"):  # these two are read as PTX/SASS, not run
                 assert f'"{name}"' in text, name
 
 
@@ -236,3 +265,20 @@ def test_scheduler_stops_after_loads():
 def test_figures_build():
     assert simt.warp_layout().axes
     assert simt.scheduler_timeline().axes
+
+
+def test_occupancy_dials_plots_measured_points_only():
+    shared = [{"warps_per_sm": w, "loads_in_flight": 1, "GB/s": 35.0 * w} for w in (8, 16, 32, 64)]
+    shared.append({"warps_per_sm": 128, "loads_in_flight": 1, "note": "ValueError: too many warps"})
+    registers = [{"R": 0, "registers/thread": 30, "warps/SM": 64, "GB/s": 2300.0},
+                 {"R": 8, "registers/thread": 32, "warps/SM": 64, "GB/s": 2290.0},
+                 {"R": 224, "registers/thread": 248, "warps/SM": 8, "GB/s": 617.0},
+                 {"R": 256, "note": "RuntimeError: no such kernel"}]
+    fig = simt.occupancy_dials(shared, registers, ceiling=2980.0)
+    ax = fig.axes[0]
+    line, points = ax.lines[0], ax.lines[1]
+    assert list(line.get_xdata()) == [8, 16, 32, 64]
+    assert sorted(points.get_xdata()) == [8, 64, 64]
+    labels = sorted(t.get_text() for t in ax.texts)
+    assert "30-32 regs" in labels and "248 regs" in labels
+    assert simt.occupancy_dials([], []).axes  # nothing measured: an empty figure, no error

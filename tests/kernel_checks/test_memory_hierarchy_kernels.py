@@ -148,3 +148,75 @@ def test_lookup(k, lookup, memory, distinct, threads, iters):
                              "iters": iters, "threads": threads},
                      outputs={"out": (threads, np.float32)}, tol=2e-5)
     assert report, str(report)
+
+
+@pytest.fixture
+def rope(k):
+    """rope.cu's module: its two constant tables and its three kernels (as in the chapter)."""
+    cp = k.xp
+    code = k.source("memory_hierarchy/rope.cu")
+    module = cp.RawModule(code=code, options=("-std=c++17",))
+    tables = tuple(cp.ndarray((mh.ROPE_TABLE_ENTRIES,), dtype=cp.float32, memptr=module.get_global(name))
+                   for name in ("rope_cos_c", "rope_sin_c"))
+    kernels_ = {name: Kernel(name, code, parse_signature(code, name), module.get_function(name), backend=k.name)
+                for name in ("rope_constant", "rope_global", "rope_sincos")}
+    return tables, kernels_
+
+
+ROPE_SHAPES = [  # (batch, seq, heads, pairs); seq * pairs <= ROPE_TABLE_ENTRIES for the constant tables
+    (1, 1, 1, 1),
+    (1, 2, 1, 32),       # warps match head vectors exactly
+    (2, 5, 3, 7),        # warps and blocks straddle head vectors and positions
+    (3, 17, 5, 33),
+    (1, 64, 3, 64),      # the notes' seq and pairs, 3 heads
+    (2, 100, 1, 40),     # seq * pairs = 4000; angles up to 99 rad
+    (1, 4096, 1, 1),     # the whole constant table along seq
+    gpu_only_case(2, 64, 32, 64),   # the notes' shape: 262,144 pairs
+]
+
+
+@pytest.mark.parametrize("variant", ["constant", "global", "sincos"])
+@pytest.mark.parametrize("batch,seq,heads,pairs", ROPE_SHAPES)
+@pytest.mark.parametrize("block,blocks", [(256, None), (32, None), (128, 3)])  # (128, 3): a grid-stride loop
+def test_rope(k, rope, variant, batch, seq, heads, pairs, block, blocks):
+    (cos_c, sin_c), kern = rope
+    theta = mh.rope_theta(pairs)
+    cos_t, sin_t = mh.rope_tables(seq, theta)
+    n = 2 * batch * seq * heads * pairs
+
+    def launch(x, cos_t, sin_t, theta, out):
+        total = n // 2
+        grid = (blocks or k.ceil_div(total, block),)
+        if variant == "constant":
+            cos_c[:cos_t.size] = cos_t
+            sin_c[:sin_t.size] = sin_t
+            kern["rope_constant"](grid, (block,), (x, out, seq, heads, pairs, total))
+        elif variant == "global":
+            kern["rope_global"](grid, (block,), (x, out, cos_t, sin_t, seq, heads, pairs, total))
+        else:
+            kern["rope_sincos"](grid, (block,), (x, out, theta, seq, heads, pairs, total))
+
+    if variant == "sincos":
+        reference = lambda x, theta, **_: mh.rope_sincos_reference(x, theta, seq, heads, pairs)
+    else:
+        reference = lambda x, cos_t, sin_t, **_: mh.rope_reference(x, cos_t, sin_t, seq, heads, pairs)
+    # Tables: a few units of 2^-24 from the float32 products. sincos: the angle m * theta, rounded to
+    # float32, is off by up to half a unit in the last place, 2^-13 rad below 4096 rad (m < 4096,
+    # theta <= 1), and the pair turns by that much: 1.2e-4 at the longest sequence, 3.8e-6 below 128 rad.
+    tol = (2e-4 if seq > 128 else 2e-5) if variant == "sincos" else 1e-6
+    report = k.check(launch, reference,
+                     inputs={"x": k.rand(n), "cos_t": cos_t, "sin_t": sin_t, "theta": theta},
+                     outputs={"out": (n, np.float32)}, tol=tol)
+    assert report, str(report)
+
+
+def test_rope_constant_reads_the_constant_tables(k, rope):
+    """rope_constant takes no table argument: changing the constant tables changes its output."""
+    (cos_c, sin_c), kern = rope
+    cp = k.xp
+    x = cp.asarray(np.tile(np.array([1.0, 0.0], dtype=np.float32), 4))   # 4 pairs (1, 0) -> (cos, sin)
+    out = cp.zeros_like(x)
+    cos_c[:4] = cp.asarray(np.array([0.1, 0.2, 0.3, 0.4], dtype=np.float32))
+    sin_c[:4] = cp.asarray(np.array([0.5, 0.6, 0.7, 0.8], dtype=np.float32))
+    kern["rope_constant"]((1,), (32,), (x, out, 2, 1, 2, 4))   # seq 2, 1 head, 2 pairs: entries 0..3
+    np.testing.assert_array_equal(out.get(), np.array([0.1, 0.5, 0.2, 0.6, 0.3, 0.7, 0.4, 0.8], dtype=np.float32))

@@ -5,7 +5,8 @@ random inputs, sizes that are not multiples of the block (1 and primes among the
 outputs. The references are tested against plain Python loops on the CPU in tests/test_simt_and_warps.py.
 The deliberately racy block_sum_unsafe_tail is not tested for correctness on a GPU: only that it runs.
 On the CPU backend, where a warp's threads run one after another between barriers, its race gives
-a wrong sum every time, which is tested.
+a wrong sum every time, which is tested. copy_with_ballast is also run with a ballast of ones, which
+must change its output: the kernel really reads the values it holds.
 """
 from __future__ import annotations
 
@@ -138,3 +139,30 @@ def test_latency_copies(k, n, name):
     for grid, smem in k.pick(gpu=((1, 0), (13, 0), (132, 40 * 1024)), cpu=((1, 0), (13, 0), (33, 40 * 1024))):
         k.check(lambda x, y, n: kern((grid,), (128,), (x, y, n), shared_mem=smem), lambda x, n: x,
                 inputs={"x": k.rand(n), "n": n}, outputs={"y": (n, np.float32)}, tol=0).raise_if_failed()
+
+
+@pytest.mark.parametrize("n", SIZES + [1_000_003])
+@pytest.mark.parametrize("ballast", [0, 8, 24, 96, 224])
+def test_copy_with_ballast(k, n, ballast):
+    """Every instantiation is an exact copy, with a grid that covers n or not, given R zeros."""
+    kern = k.load_kernel("simt_and_warps/register_ballast.cu", f"copy_with_ballast<{ballast}>")
+    zeros = k.xp.zeros(max(ballast, 1), dtype=k.xp.float32)
+    for grid in k.pick(gpu=(1, 13, 2 * k.sm_count, 16 * k.sm_count), cpu=(1, 13, 33)):
+        k.check(lambda x, y, n: kern((grid,), (128,), (x, y, n, zeros)), lambda x, n: x,
+                inputs={"x": k.rand(n), "n": n}, outputs={"y": (n, np.float32)}, tol=0).raise_if_failed()
+
+
+@pytest.mark.parametrize("ballast", [8, 224])
+def test_copy_with_ballast_uses_its_ballast(k, ballast):
+    """With a ballast of ones the guarded store after the loop runs and overwrites y[0] with some
+    thread's sum of R products, while every other element is still copied: the kernel really reads
+    and keeps its R values (which is why the chapter passes zeros)."""
+    cp = k.xp
+    kern = k.load_kernel("simt_and_warps/register_ballast.cu", f"copy_with_ballast<{ballast}>")
+    n = 4099
+    x = cp.asarray(np.random.default_rng(0).uniform(0.5, 1.0, n).astype(np.float32))  # sums >= 4 > x[0]
+    y = cp.full(n, np.nan, dtype=cp.float32)
+    kern((5,), (128,), (x, y, n, cp.ones(ballast, dtype=cp.float32)))
+    got, want = cp.asnumpy(y), cp.asnumpy(x)
+    assert np.array_equal(got[1:], want[1:])
+    assert got[0] >= 0.5 * ballast and got[0] != want[0]

@@ -1,22 +1,25 @@
 // Where the tiled transpose loses bandwidth when the input's number of rows is not a multiple of 8,
 // and a kernel that gets it back. out (cols x rows) = in (rows x cols)^T, both row-major fp32;
 // benchmarks/bench_transpose.py runs these kernels beside transpose_tiled from transpose.cu and a
-// flat device copy. All numbers below were measured on an H100 80GB HBM3 with ECC enabled,
-// 2026-11-27; percentages are of the flat copy's bandwidth at the same shape.
+// flat device copy. Numbers below come from its recorded table,
+// benchmarks/results/bench_transpose_h100.txt (an H100 80GB HBM3 with ECC enabled, 2026-11-27),
+// unless they are labelled as from exploratory runs or from an earlier table in git history;
+// percentages are of the flat copy's bandwidth at the same shape.
 //
 // An output row is `rows` floats long. When rows % 8 != 0, output row orow starts at float
 // orow * rows, part-way into a 32-byte sector (8 floats), and its misalignment m = (row address / 4)
 // % 8 changes from row to row. In every row with m != 0, a warp of transpose_tiled<32, R, 1> stores
 // its 32 floats (128 bytes) into 5 sectors instead of 4, two of them only partly written. The padded
-// transpose_tiled<32, 8, 1> reached 90.7 % at 8192 x 8192 but 60.6 % at 8191 x 8193 and 8193 x 8192,
-// 72.5 % at 8196 x 8196 and 69.1 % at 4097 x 4095; transpose_tiled<64, 8, 1> 94.9 % at 8192 x 8192 and
-// 70.5 % at 8191 x 8193. (A number of columns that is not a multiple of 8 misaligns the loads
-// instead, and cost little: 8192 x 8193 ran at 89.9 %.)
+// transpose_tiled<32, 8, 1> reached 90.5 % at 8192 x 8192 but 60.9 % at 8191 x 8193, 60.5 % at
+// 8193 x 8192, 72.4 % at 8196 x 8196 and 70.8 % at 4097 x 4095; transpose_tiled<64, 8, 1> 94.9 % at
+// 8192 x 8192 and 70.3 % at 8191 x 8193. (A number of columns that is not a multiple of 8 misaligns
+// the loads instead, and cost little: 8192 x 8193 ran at 90.4 %.)
 //
 // transpose_store_pattern<T, R>    transpose_tiled's phase 2 with nothing read: the same stores, with
-//                                  the same bounds guards, write 1.0f. It wrote 2880 to 2982 GB/s
-//                                  at most shapes with rows % 8 == 0 and 1305 to 1349 GB/s where
-//                                  rows is odd: the loss is in the stores.
+//                                  the same bounds guards, write 1.0f. It wrote 2846 to 2991 GB/s
+//                                  at the shapes with rows % 8 == 0 except 1000 x 50000 (2696),
+//                                  1795 GB/s at 8196 x 8196 (rows % 8 == 4) and 1339 to 1351 GB/s
+//                                  where rows is odd: the loss is in the stores.
 //                                  Grid (ceil(cols / T), ceil(rows / T)), block (T, R).
 // transpose_aligned_strip<T, S, R> the fix: a tall strip per block, with aligned stores. A block of
 //                                  (T, R) threads owns T input columns (its column block) and S input
@@ -42,8 +45,11 @@
 // exploratory runs a tall strip without the shift (S = 256, R = 16) got 84 to 92 % at misaligned shapes:
 // partial sectors remain at the strip boundaries. transpose_aligned_strip<32, 256, 16> is the
 // chapter's choice: 512 threads, (256 + 8) x 33 x 4 = 34848 bytes of static shared memory, under the
-// 48 KB static limit, so it also runs on a T4. <32, 256, 32> (1024 threads, 2 blocks per SM) ran at
-// only 62 to 77 %, <32, 256, 8> at 82 to 89 %, and <32, 128, 8> at 86.6 to 91.5 %.
+// 48 KB static limit, so it also runs on a T4. In exploratory runs made before the grid order was
+// chosen per shape, <32, 256, 32> (1024 threads, 2 blocks per SM) ran at only 62 to 77 % and
+// <32, 256, 8> at 82 to 89 %; <32, 128, 8> ran at 83.6 to 91.5 % in the table recorded then (git
+// history), with column blocks along x at every shape. In the current table, with the grid order
+// strip_launch chooses, <32, 128, 8> reached 90.6 to 96.2 %, level with <32, 256, 16>'s 90.1 to 96.3 %.
 //
 // Why the grid order matters: blocks are observed to start roughly in order of their linear index
 // (blockIdx.x fastest; CUDA does not promise any order), so the blocks resident at one time are a
@@ -51,14 +57,16 @@
 // whole input rows, but writes only an S-float window (1 KB) of each output row it touches. When the
 // input has few rows, output rows are short (rows floats) and those windows are spaced rows * 4 bytes
 // apart all over the output: at 1024 x 50000 (a 4 KB output row) the strips-along-y order reached only
-// 84 % of the copy, at 1000 x 50000 about 89.5 %. With strips along x the run is all strips of fewer
+// 83.8 % of the copy, at 1000 x 50000 88.4 %. With strips along x the run is all strips of fewer
 // column blocks: each column block writes its T output rows completely, so the stores are
-// contiguous, and at those two shapes the kernel reached 93 to 94 %. When the input has many rows and
-// few columns (50000 x 1000) the same order reads a T-column slice of rows spaced cols * 4 bytes
-// apart, and fell from 93 to 89 %. strip_launch therefore puts along x whichever of the two counts is
-// smaller: strips when there are fewer strips than column blocks, column blocks otherwise. (Measured
-// in an exploratory run on the H100 that compared both orders at 8 shapes; the table recorded by
-// benchmarks/bench_transpose.py has the chosen order: benchmarks/results/bench_transpose_h100.txt.)
+// contiguous, and at those two shapes the kernel reached 92.7 and 93.7 %. When the input has many
+// rows and few columns (50000 x 1000) strips along x read a T-column slice of rows spaced cols * 4
+// bytes apart, and reached 88.0 %, against 92.3 % with column blocks along x. strip_launch therefore
+// puts along x whichever of the two counts is smaller: strips when there are fewer strips than column
+// blocks, column blocks otherwise. The rule is a heuristic: at some shapes the other order is a
+// little faster, by up to 2.5 points (8192 x 8193: 92.6 against 90.1 %; 16384 x 4096: 94.4 against
+// 92.6 %), both above 90 %. (All from the table recorded by benchmarks/bench_transpose.py, which
+// times <32, 256, 16> in both orders: benchmarks/results/bench_transpose_h100.txt.)
 //
 // The tile's pitch is T + 1 floats (as transpose_tiled<T, R, 1>): a warp reading a column of it
 // (32 consecutive rows) touches 32 different banks. Each element is stored to shared memory on its own.
