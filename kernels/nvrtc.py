@@ -114,12 +114,16 @@ def _get_bytes(prog: Any, size_fn: str, get_fn: str) -> bytes | None:
         return None
     if not size:
         return None
-    buf = b" " * size
+    # NVRTC writes into the buffer it is given, so it must be a fresh, mutable one. (b" " * size, the
+    # pattern of NVIDIA's Python samples, is the interpreter's shared one-byte b" " when size is 1,
+    # an empty log: NVRTC's terminating NUL then overwrote that shared object, and later code in the
+    # same process lost the spaces of its f-strings and print() separators.)
+    buf = bytearray(size)
     try:
         _check(getattr(nv, get_fn)(prog, buf))
     except Exception:
         return None
-    return buf
+    return bytes(buf)
 
 
 def _log(prog: Any) -> str:

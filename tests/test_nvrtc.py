@@ -147,3 +147,38 @@ def test_second_compile_of_a_program_keeps_its_resource_report():
     second = compile_cuda(code, "sm_75")
     assert first.resources["twice"].registers is not None
     assert second.resources == first.resources
+
+
+class _FakeLogBinding:
+    """NVRTC's C calls write into the buffer they are given; this fake does the same from Python."""
+
+    def __init__(self, text: bytes):
+        self.text, self.buffers = text, []
+
+    def nvrtcGetProgramLogSize(self, prog):
+        return (0, len(self.text))
+
+    def nvrtcGetProgramLog(self, prog, buf):
+        self.buffers.append(buf)
+        buf[: len(self.text)] = self.text      # a bytes object would refuse; C code would not
+        return (0,)
+
+
+@pytest.mark.parametrize("text", [b"\x00", b"warning: x\x00"])
+def test_log_buffer_is_fresh_and_mutable(monkeypatch, text):
+    """An empty log is one byte (the NUL). The buffer handed to NVRTC must never be a shared, immutable
+    bytes object: b" " * 1 is the interpreter's own b" ", and NVRTC's NUL written into it corrupted
+    every later b" " (and with it the spaces of f-strings) in the process."""
+    import kernels.nvrtc as nv
+
+    fake = _FakeLogBinding(text)
+    monkeypatch.setattr(nv, "_binding", lambda: fake)
+    assert nv._get_bytes(object(), "nvrtcGetProgramLogSize", "nvrtcGetProgramLog") == text
+    (buf,) = fake.buffers
+    assert isinstance(buf, bytearray) and len(buf) == len(text)
+
+
+def test_compiling_to_ptx_leaves_spaces_alone():
+    """A PTX-only compile has an empty log (size 1). After it, spaces are still spaces."""
+    compile_cuda(SAXPY + "\n// empty-log probe\n", "compute_75").raise_for_errors()
+    assert b" "[0] == 32 and " ".join("ab") == "a\x20b" and f"{1:>2} {2}" == "\x201\x202"
