@@ -18,10 +18,6 @@ from kernel_backends import CPU_SM_COUNT, GPU_ONLY
 BACKENDS = [pytest.param("cpu", id="cpu"), pytest.param("cupy", id="cupy", marks=pytest.mark.gpu)]
 
 
-def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", f"{GPU_ONLY}: a parameter value that runs on the CuPy backend only")
-
-
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     keep, drop = [], []
     for item in items:
