@@ -160,12 +160,16 @@ def rope_tables(seq: int, theta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
     The angles are computed in float64 and only the results rounded to float32.
     """
-    seq = int(seq)
     theta = np.asarray(theta, dtype=np.float64).reshape(-1)
-    if seq < 1 or theta.size < 1:
+    if int(seq) < 1 or theta.size < 1:
         raise ValueError(f"the tables need seq >= 1 and at least one theta, got seq {seq}, {theta.size} theta")
-    angle = (np.arange(seq, dtype=np.float64)[:, None] * theta[None, :]).reshape(-1)
+    angle = _rope_angles(seq, theta)
     return np.cos(angle).astype(np.float32), np.sin(angle).astype(np.float32)
+
+
+def _rope_angles(seq: int, theta: np.ndarray) -> np.ndarray:
+    """m * theta[p] at entry m * pairs + p for m < seq, in float64."""
+    return (np.arange(int(seq), dtype=np.float64)[:, None] * np.asarray(theta, dtype=np.float64)[None, :]).reshape(-1)
 
 
 def _rope_shape(x: np.ndarray, seq: int, heads: int, pairs: int) -> tuple[int, int, int, int]:
@@ -208,8 +212,8 @@ def rope_sincos_reference(x: np.ndarray, theta: np.ndarray, seq: int, heads: int
     theta = np.asarray(theta, dtype=np.float64).reshape(-1)
     if theta.size < int(pairs):
         raise ValueError(f"theta has {theta.size} entries, the kernel reads {int(pairs)}")
-    angle = np.arange(int(seq), dtype=np.float64)[:, None] * theta[None, :int(pairs)]
-    return rope_reference(x, np.cos(angle).reshape(-1), np.sin(angle).reshape(-1), seq, heads, pairs)
+    angle = _rope_angles(seq, theta[:int(pairs)])
+    return rope_reference(x, np.cos(angle), np.sin(angle), seq, heads, pairs)
 
 
 # --------------------------------------------------------------------------- figures
