@@ -207,6 +207,89 @@ def test_reference_matches_the_declared_outputs(exercise_id: str) -> None:
                 assert np.shape(value) == case.outputs[name][0], (case.name, name)
 
 
+# Edge values each exercise's cases must hold, in a public case and in a hidden one for any seed, and in
+# cases small enough to run on the CPU backend: without them a kernel with the bug named in the text passes.
+EXP_UNDERFLOW = -104.0  # expf(z) is 0 in float32 for z below about -103.97
+
+
+def _underflowing_row(x: np.ndarray) -> bool:
+    """A row with a finite maximum so far below 0 that expf of every entry is 0."""
+    m = x.max(axis=1)
+    return bool(np.any(np.isfinite(m) & (m < EXP_UNDERFLOW)))
+
+
+def _small_variance(c) -> bool:
+    var = c.inputs["x"].astype(np.float64).var(axis=1)
+    return bool(np.any((var > 0) & (var < c.scalars["eps"])))
+
+
+def _vec4_body(c) -> int:
+    head = (4 - c.offset % 4) % 4
+    return (c.scalars["n"] - min(head, c.scalars["n"])) // 4
+
+
+EDGE_VALUES = {
+    "simt_and_warps/warp_compact": [
+        ("elements equal to the threshold (>= instead of >)",
+         lambda c: bool(np.any(c.inputs["x"] == np.float32(c.scalars["threshold"]))))],
+    "simt_and_warps/warp_argmax": [
+        ("a partial last group of minus infinities (padding that wins the tie)",
+         lambda c: c.scalars["n"] % 32 != 0 and bool(np.all(np.isneginf(c.inputs["x"][32 * (c.scalars["n"] // 32):])))),
+        ("a group whose elements are all below -1e30 (a finite stand-in for minus infinity)",
+         lambda c: c.scalars["n"] % 32 != 0 and bool(c.inputs["x"][32 * (c.scalars["n"] // 32):].max() < -1e30))],
+    "reduce/block_argmax": [
+        ("an array of minus infinities", lambda c: bool(np.all(np.isneginf(c.inputs["x"])))),
+        ("an array below -1e30", lambda c: bool(np.all(c.inputs["x"] < -1e30)))],
+    "softmax/softmax_overflow_fix": [
+        ("a row whose scaled logits all underflow expf (a maximum that starts at 0)",
+         lambda c: _underflowing_row(c.inputs["x"] * np.float32(c.scalars["inv_t"])))],
+    "softmax/log_softmax_rows": [
+        ("a finite row whose logits all underflow expf (a maximum that starts at 0)",
+         lambda c: _underflowing_row(c.inputs["x"]))],
+    "softmax/online_softmax_fix": [
+        ("a finite row whose logits all underflow expf (a maximum that starts at 0)",
+         lambda c: _underflowing_row(c.inputs["x"]))],
+    "softmax/layernorm_welford": [
+        ("a row whose variance is positive but below eps (eps outside the square root)",
+         _small_variance)],
+    "scan/block_scan_fix": [
+        ("odd values past 2^24 (an int that passes through a float)",
+         lambda c: bool(np.any((np.abs(c.inputs["x"].astype(np.int64)) > 2**24) & (c.inputs["x"] % 2 != 0))))],
+    "gpu_architecture/axpby_grid_stride": [
+        ("more than four elements per thread of the capped grid", lambda c: c.scalars["n"] > 4 * 256 * 1024)],
+    "dram_bursts/scale_vec4": [
+        ("more float4 in the body than threads in the capped grid", lambda c: _vec4_body(c) > 256 * 1024)],
+    "reduce/sum_int64": [
+        ("more than eight elements (two int4) per thread of the capped grid",
+         lambda c: c.scalars["n"] // 4 > 2 * 256 * 1024)],
+    "asynchrony/smooth_chunks": [
+        ("several chunks whose last block hangs past the chunk's end",
+         lambda c: len(c.extra["chunks"]) > 1 and any((hi - lo) % 256 for lo, hi in c.extra["chunks"][:-1]))],
+}
+
+
+@pytest.mark.parametrize("exercise_id", sorted(EDGE_VALUES))
+def test_cases_hold_the_edge_values_of_their_bugs(exercise_id: str) -> None:
+    ex = EXERCISES[exercise_id]
+    public = [c for c in make_cases(ex, ("public",), None) if not c.large]
+    hidden = {seed: [c for c in make_cases(ex, ("hidden",), seed) if not c.large]
+              for seed in ("seed one", "seed two", "seed three")}
+    for what, holds in EDGE_VALUES[exercise_id]:
+        assert any(holds(c) for c in public), f"no public case (small enough for the CPU backend) has {what}"
+        for seed, cases in hidden.items():
+            assert any(holds(c) for c in cases), f"no hidden case for the seed {seed!r} has {what}"
+
+
+def test_every_chunk_writes_into_a_guarded_array_of_its_own() -> None:
+    """A write past a chunk's end must land in a guard band, not in the next chunk's results."""
+    ex = EXERCISES["asynchrony/smooth_chunks"]
+    for case in make_cases(ex, ("public",), None) + make_cases(ex, ("hidden",), "seed one"):
+        sizes = [shape[0] for shape, _ in case.outputs.values()]
+        assert sizes == [hi - lo for lo, hi in case.extra["chunks"]], case.name
+        expected = ex.reference(case)
+        assert list(expected) == list(case.outputs), case.name
+
+
 def test_every_chapter_lists_each_of_its_exercises_with_a_colab_link():
     for chapter in extool.chapters_with_exercises():
         listing = extool.chapter_list(chapter)

@@ -62,7 +62,8 @@ def test_corpus_is_well_formed_and_covers_every_failure_class() -> None:
         assert needed in covered, f"no corpus entry for {needed}"
     names = {p.stem for p, *_ in entries}
     for needed in ("swapped_axes", "missing_bounds_check", "missing_syncthreads", "int_accumulator",
-                   "hardcoded_public", "patches_checker", "includes_harness", "host_code", "writes_input"):
+                   "hardcoded_public", "patches_checker", "includes_harness", "host_code", "writes_input",
+                   "greater_equal", "zero_identity_max", "chunk_overrun"):
         assert needed in names
 
 
@@ -103,9 +104,9 @@ def test_corpus_entries_rejected_before_running(entry, tmp_path: Path) -> None:
     if V.COMPILE_ERROR in verdict_set(expect) and not nvrtc_available():
         pytest.skip("NVRTC is not installed")
 
-    def never(workdir: Path, options: GradeOptions) -> list[str]:
+    def never(argv: list[str]) -> list[str]:
         raise AssertionError("the submission should have been rejected before it ran")
 
-    options = GradeOptions(exercise=EXERCISES[exercise_id], seed="static", child_command=never)
+    options = GradeOptions(exercise=EXERCISES[exercise_id], seed="static", judged_command=never, sandbox="off")
     graded = grade_file(path.stem, path, options)
     assert graded.report.verdict in verdict_set(expect), str(graded.report)

@@ -21,6 +21,7 @@ from kernels.grading import gradescope
 from kernels.grading.gradescope import CSV_FIELDS, results_json, write_csv
 from kernels.grading.harness import CaseResult, StageError, parse_macros, run_cases
 from kernels.grading.isolate import run_limited
+from kernels.grading.session import make_cases
 from kernels.grading.markers import MarkerError, outside_differences, render
 from kernels.grading.perf import PerfResult
 from kernels.grading.predict import grade_answers
@@ -450,31 +451,52 @@ def test_sandbox_limits_memory(address_space: bool) -> None:
 
 
 # --------------------------------------------------------------------------------------------------
-# The grader with fake sandboxed processes
+# The grader with fake judged processes (they speak the protocol; what they send back is all they
+# can influence)
 # --------------------------------------------------------------------------------------------------
 
-FAKE_CHILD = '''
-import json, os, signal, sys, time
-events = sys.argv[1]
-mode = open(os.path.join(os.path.dirname(events), "kernel.cu")).read().split()[1]
-def emit(e):
-    with open(events, "a") as f:
-        f.write(json.dumps(e) + "\\n")
-emit({"event": "start", "case": "n = 1", "visibility": "public", "why": "one"})
-if mode == "hang":
-    time.sleep(60)
-if mode == "segfault":
-    os.kill(os.getpid(), signal.SIGSEGV)
-case = {"name": "n = 1", "visibility": "public", "verdict": "passed"}
-emit({"event": "case", "result": case})
-emit({"event": "start", "case": "n = 77", "visibility": "hidden", "why": "prime"})
-if mode == "hang_later":
-    while True:
-        pass
-case2 = {"name": "n = 77", "visibility": "hidden", "verdict": "passed" if mode == "good" else "wrong_result"}
-emit({"event": "case", "result": case2})
-emit({"event": "report", "report": {"exercise": "gpu_architecture/axpby_grid_stride", "cases": [case, case2],
-                                    "device": "fake"}})
+FAKE_JUDGED = '''
+import os, signal, sys, time
+import numpy as np
+from kernels.grading import wire
+requests, answers = wire.Reader(int(sys.argv[1])), os.fdopen(int(sys.argv[2]), "wb")
+PUBLIC_SIZES = set(map(int, sys.argv[3].split(",")))  # the fake fails or hangs on the others: hidden ones
+mode = "good"
+while True:
+    header, arrays = requests.receive(max_bytes=1 << 30)
+    what = header["do"]
+    if what == "setup":
+        mode = header["kernel"].split()[1]
+        wire.send(answers, {"event": "built", "libraries": []})
+    elif what == "load":
+        wire.send(answers, {"event": "ready", "backend": "cpu", "device": "fake", "sm_count": 0, "is_gpu": False})
+    elif what == "run":
+        n = header["case"]["scalars"]["n"]
+        hidden = n not in PUBLIC_SIZES
+        if mode == "hang" or (mode == "hang_later" and hidden):
+            time.sleep(60)
+        if mode == "segfault":
+            os.kill(os.getpid(), signal.SIGSEGV)
+        if mode == "garbage":
+            answers.write(b"KRN1" + os.urandom(64)); answers.flush(); time.sleep(60)
+        finals = {k[len("buffer:"):]: v.copy() for k, v in arrays.items() if k.startswith("buffer:")}
+        b = header["buffers"]
+        view = lambda name: finals[name][b[name]["start"]:][:b[name]["count"]]
+        sc = header["case"]["scalars"]
+        view("out")[:] = np.float32(sc["a"]) * view("x") + np.float32(sc["b"]) * view("y")
+        if mode == "hidden_wrong" and hidden:
+            view("out")[:] += 1
+        reply = {"event": "ran", "error_text": "", "error_verdict": "", "fatal": False, "races": [],
+                 "shared_unwritten": []}
+        if mode == "claims_passed":
+            reply.update(error_verdict="passed", error_text="all good")
+        if mode == "wrong_shape":
+            finals["out"] = finals["out"][:-1]
+        wire.send(answers, reply, {f"final:{k}": v for k, v in finals.items()})
+    elif what == "hints":
+        wire.send(answers, {"event": "hints", "hints": []})
+    else:
+        sys.exit(0)
 '''
 
 GOOD_KERNEL = ('extern "C" __global__ void axpby(const float* x, const float* y, float* out, float a, float b, int n) '
@@ -484,14 +506,17 @@ GOOD_KERNEL = ('extern "C" __global__ void axpby(const float* x, const float* y,
 def _fake_options(tmp_path: Path, timeout: float = 20.0):
     from kernels.grading.grader import GradeOptions
 
-    script = tmp_path / "fake_child.py"
-    script.write_text(FAKE_CHILD)
+    script = tmp_path / "fake_judged.py"
+    script.write_text(FAKE_JUDGED)
 
-    def command(workdir: Path, options) -> list[str]:
-        return [sys.executable, str(script), str(workdir / "events.jsonl")]
+    ex = exercise("gpu_architecture/axpby_grid_stride")
+    public = ",".join(str(c.scalars["n"]) for c in make_cases(ex, ("public",), None))
+
+    def command(argv: list[str]) -> list[str]:
+        return [sys.executable, str(script), *argv[-2:], public]  # the descriptors are the last two arguments
 
     return GradeOptions(exercise=exercise("gpu_architecture/axpby_grid_stride"), seed="s", timeout=timeout,
-                        child_command=command, archs=())
+                        judged_command=command, archs=(), sandbox="off")
 
 
 def _submission(folder: Path, name: str, mode: str) -> None:
@@ -512,10 +537,11 @@ def test_grader_survives_hangs_and_crashes_and_writes_every_file(tmp_path: Path)
     (subs / "gus" / "work.ipynb").write_text(_notebook(f'KERNEL = r"""// good\n{GOOD_KERNEL}"""'))
     out = tmp_path / "out"
     graded = {g.name: g for g in grade_folder(subs, _fake_options(tmp_path, timeout=3.0), out)}
-    assert graded["ana"].report.verdict == V.PASSED
+    assert graded["ana"].report.verdict == V.PASSED, str(graded["ana"].report)
     assert graded["ben"].report.verdict == V.TIMEOUT
-    assert graded["ben"].report.cases[-1].name == "n = 1"  # the case that was running
-    assert graded["cai"].report.verdict == V.CRASH and "SIGSEGV" in graded["cai"].report.cases[-1].message
+    assert graded["ben"].report.cases[0].name == "n = 1"  # the case that was running
+    assert all(c.verdict == V.NOT_RUN for c in graded["ben"].report.cases[1:] if c.verdict != V.SKIPPED)
+    assert graded["cai"].report.verdict == V.CRASH and "SIGSEGV" in graded["cai"].report.cases[0].message
     assert graded["dee"].report.verdict == V.HIDDEN_FAILED
     assert graded["eve"].report.verdict == V.TIMEOUT and graded["eve"].report.cases[0].passed
     assert graded["fay"].report.verdict == V.NO_KERNEL
@@ -526,8 +552,21 @@ def test_grader_survives_hangs_and_crashes_and_writes_every_file(tmp_path: Path)
         data = json.loads((out / name / "results.json").read_text())
         assert "tests" in data and "score" in data
         assert (out / name / "feedback.txt").exists()
-    # all cases passed; the fake child measured no speed, so the performance points are not earned
-    assert (float(rows[0]["score"]), float(rows[0]["max_score"])) == (8.0, 10.0)
+    # all cases passed; nothing measures speed on the CPU, so the performance points are left out
+    assert (float(rows[0]["score"]), float(rows[0]["max_score"])) == (8.0, 8.0)
+
+
+@pytest.mark.parametrize("mode", ["garbage", "claims_passed", "wrong_shape"])
+def test_a_judged_process_that_lies_gets_a_crash_not_a_grade(mode: str, tmp_path: Path) -> None:
+    """The verdict is the judge's: a malformed message, a claimed verdict or buffers that are not
+    what was sent all end the run as a crash."""
+    from kernels.grading.grader import grade_file
+
+    path = tmp_path / f"{mode}.cu"
+    _submission(tmp_path, mode, mode)
+    report = grade_file(mode, path, _fake_options(tmp_path, timeout=5.0)).report
+    assert report.verdict == V.CRASH, str(report)
+    assert report.cases[0].verdict == V.CRASH
 
 
 def test_grader_rejects_before_running(tmp_path: Path) -> None:

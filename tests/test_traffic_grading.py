@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from kernels.grading.harness import RunOutcome
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tools"))
 
@@ -34,8 +36,8 @@ def test_the_race_probe_is_registered_first():
     assert race.probes()[0].name == NAME
     probe = TraceRaceProbe(cases=1)
     probe.begin("code")
-    assert probe.run({}, lambda fill: {}) is None  # nothing launched: nothing recorded, no race
-    assert probe.run({}, lambda fill: pytest.fail("the budget of one case is spent")) is None
+    assert probe.run({}, lambda fill, trace=0: RunOutcome()) is None  # nothing recorded: no race, no hint
+    assert probe.run({}, lambda fill, trace=0: pytest.fail("the budget of one case is spent")) is None
     probe.begin("other code")
     assert probe._left == 1
 
@@ -76,3 +78,39 @@ def test_no_feedback_outside_the_memory_chapters():
     ex = exercise("reduce/sum_int64")
     report = evaluate(ex, kernel=extool.solution(ex.id), visibilities=("public",), secret="s", perf=False)
     assert report.verdict == V.PASSED and report.feedback == []
+
+
+STENCIL_HEAD = '''#define RADIUS 3
+#define BLOCK 256
+extern "C" __global__ void stencil7(const float* x, const float* w, float* y, int n)
+{
+    extern __shared__ float tile[];
+    const int t = threadIdx.x;
+    const int base = blockIdx.x * BLOCK - RADIUS;
+'''
+STENCIL_TAIL = '''    __syncthreads();
+    const int i = blockIdx.x * BLOCK + t;
+    if (i < n) {
+        float acc = 0.0f;
+        for (int k = 0; k <= 2 * RADIUS; ++k) acc += w[k] * tile[t + k];
+        y[i] = SCALE * acc;
+    }
+}
+'''
+FULL_LOAD = '''    for (int j = t; j < BLOCK + 2 * RADIUS; j += BLOCK) tile[j] = x[min(max(base + j, 0), n - 1)];
+'''
+NO_HALO = '''    tile[t + RADIUS] = x[min(max(base + t + RADIUS, 0), n - 1)];   // the halo is never loaded
+'''
+
+
+def test_the_barrier_hint_comes_only_with_evidence_of_unwritten_shared_memory():
+    ex = exercise("memory_hierarchy/stencil_shared")
+    no_halo = evaluate(ex, kernel="#define SCALE 1.0f\n" + STENCIL_HEAD + NO_HALO + STENCIL_TAIL,
+                       visibilities=("public",), secret="s", perf=False)
+    failed = [c for c in no_halo.cases if c.verdict in (V.WRONG, V.NAN)]
+    assert failed and "read before any thread of the block stored to it" in failed[0].message, str(no_halo)
+    assert "tile[" in failed[0].message
+    wrong_scale = evaluate(ex, kernel="#define SCALE 2.0f\n" + STENCIL_HEAD + FULL_LOAD + STENCIL_TAIL,
+                           visibilities=("public",), secret="s", perf=False)
+    assert wrong_scale.verdict == V.WRONG
+    assert all("__syncthreads" not in c.message for c in wrong_scale.cases), str(wrong_scale)

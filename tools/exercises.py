@@ -192,8 +192,27 @@ def _task_cell(src: Source, ex: Exercise) -> str:
                     "cublas": "`cupy.matmul` (cuBLAS) on the same matrices, timed in the same run",
                     "ideal": "the ideal speedup computed from the stage times measured in the same run"}[ex.perf.baseline]
         text += (f"\n\n**Speed target** (on a GPU): at least {100 * ex.perf.target:.0f} % of {baseline}, "
-                 f"counting {ex.perf.describe}.")
+                 f"counting {ex.perf.describe}. {t4_expectation(ex)}")
     return text
+
+
+# Datasheet figures of Colab's free GPU (NVIDIA T4 product brief): the course has not measured a T4.
+T4_DATASHEET = {"copy": "320 GB/s of GDDR6", "cublas": "8.1 TFLOP/s in FP32, 65 TFLOP/s in FP16 with tensor cores"}
+
+
+def t4_expectation(ex) -> str:
+    """What a student on Colab's T4 should expect of the speed target, from the T4's datasheet."""
+    target = ex.perf.target
+    if ex.perf.baseline == "copy":
+        return (f"On a T4 (Colab) the target is the same fraction of the T4's own copy ceiling, measured in your "
+                f"run; its datasheet gives {T4_DATASHEET['copy']}, so expect a target near "
+                f"{0.8 * 320 * target:.0f} GB/s (a measured copy reaches about 80 % of a datasheet's bandwidth on "
+                f"most GPUs; the targets were checked on an H100 and an H200, not on a T4).")
+    if ex.perf.baseline == "cublas":
+        return (f"On a T4 (Colab) the yardstick is cuBLAS on the T4 itself (datasheet: {T4_DATASHEET['cublas']}), "
+                f"so the target scales with it; it was checked on an H100 and an H200, not on a T4.")
+    return ("On a T4 (Colab) the stage times, and so the ideal speedup, are the T4's own; the target was checked on an "
+            "H100 and an H200, not on a T4.")
 
 
 def _hints_cell(src: Source) -> str:

@@ -57,6 +57,7 @@ class Spec(ctypes.Structure):
         ("time_limit", ctypes.c_double),
         ("status", ctypes.c_void_p),
         ("trace", ctypes.c_void_p),
+        ("sandbox", ctypes.c_void_p), ("sandbox_len", ctypes.c_uint64),
     ]
 
 

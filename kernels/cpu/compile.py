@@ -10,6 +10,8 @@ once per runtime version.
 """
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import ctypes
 import fcntl
 import functools
@@ -22,7 +24,7 @@ import tempfile
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Sequence
+from typing import Iterator, Sequence
 
 from ..nvrtc import CudaCompileError
 from . import abi, source, toolchain
@@ -282,6 +284,30 @@ def loaded_modules() -> list[CompiledModule]:
     return [c.module for c in list(_modules.values())]
 
 
+class LibraryBuilt(Exception):
+    """Raised by ``compile_module`` under ``build_only()``: the library is on disk, not loaded."""
+
+    def __init__(self, path: Path, code: str, entries: list[str], options: tuple[str, ...], filename: str):
+        super().__init__(str(path))
+        self.path, self.code, self.entries, self.options, self.filename = path, code, entries, options, filename
+
+
+_build_only: contextvars.ContextVar[bool] = contextvars.ContextVar("cudacpu_build_only", default=False)
+
+
+@contextlib.contextmanager
+def build_only() -> Iterator[None]:
+    """Within this block ``compile_module`` builds (or finds) a library and raises ``LibraryBuilt``
+    instead of loading it: nothing of the source runs in this process, not even its initialisers.
+    The grader builds a submission this way, inspects the library, and loads it later from the
+    cache, after the sandbox is in place."""
+    token = _build_only.set(True)
+    try:
+        yield
+    finally:
+        _build_only.reset(token)
+
+
 def compile_module(code: str, entries: Sequence[str], options: Sequence[str] = (),
                    filename: str = "kernel.cu", *, traced: bool = False) -> CompiledModule:
     """Compile ``code`` with an entry point per name in ``entries`` (kernel names or expressions).
@@ -313,6 +339,8 @@ def compile_module(code: str, entries: Sequence[str], options: Sequence[str] = (
         else:
             _build(prepared, filename, build, entries, rt, directory, so_path, meta_path, traced)
             _prune(toolchain.cache_root() / "kernels", CACHE_KEEP)
+        if _build_only.get():
+            raise LibraryBuilt(so_path, code, entries, tuple(options), filename)
         module = _load(key, so_path, entries, filename, rt)
         module.include_dirs = _include_dirs(build)
         _modules[source_key] = _Cached(module, deps)

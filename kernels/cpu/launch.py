@@ -36,6 +36,19 @@ POLL_SLICE_S = 0.25  # the parent wakes up this often, so Ctrl-C (KeyboardInterr
 _time_limit_override: float | None = None
 
 
+_sandbox_program: Any = None  # a ctypes buffer holding the seccomp program, once set
+
+
+def set_sandbox(program: bytes) -> None:
+    """From now on, every launch's process installs this seccomp program (BPF, from libseccomp)
+    before the grid runs, after closing every descriptor it does not need. For the grader; there
+    is no way back in this process."""
+    global _sandbox_program
+    if not program or len(program) % 8:
+        raise ValueError("a seccomp program is a non-empty array of 8-byte instructions")
+    _sandbox_program = ctypes.create_string_buffer(bytes(program), len(program))
+
+
 def set_time_limit(seconds: float | None) -> None:
     """Time limit of every later launch in seconds (None: back to $COURSE_CPU_TIME_LIMIT or 60 s)."""
     global _time_limit_override
@@ -292,6 +305,9 @@ def _spec(module: CompiledModule, entry: str, grid: tuple[int, int, int], block:
     spec.time_limit = limit
     spec.status = s.status_address
     spec.out_fd = s.output.fileno()
+    if _sandbox_program is not None:
+        spec.sandbox = ctypes.addressof(_sandbox_program)
+        spec.sandbox_len = len(_sandbox_program.raw)
     return spec
 
 
@@ -370,6 +386,24 @@ def _check_canaries(kernel: str, args: list[_Arg]) -> None:
             f"silently corrupts whatever lies next to the array.", kernel=kernel)
 
 
+def _unreported_end(wstatus: int) -> str:
+    """Why a launch's process ended without its report, in words a student can act on."""
+    if wstatus >= 0 and os.WIFEXITED(wstatus):
+        return (f"exited with status {os.WEXITSTATUS(wstatus)} before the kernel finished: device code called "
+                f"exit() or a function that ends the program; a kernel ends by returning")
+    if wstatus >= 0 and os.WIFSIGNALED(wstatus):
+        signo = os.WTERMSIG(wstatus)
+        if signo == signal.SIGSYS:
+            return ("was stopped by the grader's sandbox: device code made a system call that graded kernels may "
+                    "not make (opening files, starting programs, the network, signals)")
+        if signo == signal.SIGABRT:
+            return "was ended by SIGABRT: device code called abort() (use assert() or __trap() to stop a kernel)"
+        if signo == signal.SIGKILL:
+            return "was killed by SIGKILL, most likely because the system ran out of memory"
+        return f"was killed by {_signal_name(signo)}"
+    return "ended without a report"
+
+
 def _signal_name(signo: int) -> str:
     try:
         return signal.Signals(signo).name
@@ -387,11 +421,8 @@ def _fault(kernel: str, module: CompiledModule, status: abi.Status, args: list[_
             return faults.KernelTimeout(
                 f"{kernel}: time limit of {limit:g} s exceeded ({grid_pos}); the process running it did not "
                 f"stop by itself and was killed. {_TIMEOUT_ADVICE}", kernel=kernel)
-        how = (f"was killed by {_signal_name(os.WTERMSIG(wstatus))}" if wstatus >= 0 and os.WIFSIGNALED(wstatus)
-               else "ended without a report")
-        return faults.KernelCrash(
-            f"{kernel}: the process running the kernel {how} ({grid_pos}); the system may have run out of "
-            f"memory.", kernel=kernel)
+        return faults.KernelCrash(f"{kernel}: the process running the kernel {_unreported_end(wstatus)} "
+                                  f"({grid_pos}).", kernel=kernel)
 
     line: faults.SourceLine | None = None
     file = status.file.decode("utf-8", errors="replace")

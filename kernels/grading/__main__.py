@@ -35,7 +35,8 @@ def _options(args: argparse.Namespace, ex) -> "GradeOptions":
                         gpu_memory_mb=args.gpu_memory_mb, perf=not args.no_perf, perf_target=args.perf_target,
                         archs=tuple(a.strip() for a in args.arch.split(",") if a.strip()),
                         hidden_visibility=args.hidden_visibility, unmeasured_perf=args.unmeasured_perf,
-                        show_expected=args.show_expected)
+                        show_expected=args.show_expected, sandbox=args.sandbox,
+                        hidden_paths=tuple(Path(h).resolve() for h in args.hide))
 
 
 def _add_grading_options(p: argparse.ArgumentParser) -> None:
@@ -53,6 +54,13 @@ def _add_grading_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--unmeasured-perf", default="exclude", choices=("exclude", "zero"),
                    help="performance points when no GPU measured them: left out (exclude) or 0 of the points")
     p.add_argument("--show-expected", action="store_true", help="show the expected answers of predictions")
+    p.add_argument("--hide", action="append", default=[], metavar="FOLDER",
+                   help="a folder the submissions' process must not see (repeatable), e.g. the one holding a "
+                        "seed file; the submissions and results folders are always hidden")
+    p.add_argument("--sandbox", default="standard", choices=("strict", "standard", "off"),
+                   help="strict: every layer of the sandbox or no grading; standard (default): seccomp and "
+                        "limits required, namespaces where the system allows them; off: only for testing "
+                        "the grader, never for students' work")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -105,7 +113,7 @@ def main(argv: list[str] | None = None) -> int:
 
         try:
             graded = grade_folder(args.submissions, options, args.out, progress=print)
-        except FileNotFoundError as exc:
+        except (FileNotFoundError, RuntimeError) as exc:
             return _fail(str(exc))
         print(f"{len(graded)} submission(s) graded; {args.out / 'grades.csv'}")
         return 0
@@ -117,7 +125,14 @@ def main(argv: list[str] | None = None) -> int:
     folder = args.submission
     if not folder.is_dir():
         return _fail(f"{folder} is not a folder")
+    options.results_root = args.results.parent.resolve()
+    options.hidden_paths += tuple(p for p in (Path("/autograder/source"),) if p.is_dir())
     files = find_submission_files(folder)
+    if ex.has_kernel:
+        try:
+            options.plan()
+        except RuntimeError as exc:
+            return _fail(str(exc))
     graded_one = grade_file(folder.name, files[0] if files else None, options)
     gradescope.write_json(args.results, graded_one.result)
     print(graded_one.report)

@@ -4,9 +4,10 @@ For every submission the grader
 1. takes out the kernel (the string assigned to KERNEL) and the predictions, by parsing only;
 2. screens the kernel (no #include, no host code, no asm, no global state), checks the kernel's name
    and parameters, and compiles it with NVRTC (no GPU needed) for a clear compile error;
-3. runs it in a fresh Python process (``kernels.grading.child``) with a wall-clock limit and a memory
-   limit, on the public cases and the hidden ones, then times it (on a GPU), re-checking every timed
-   launch;
+3. runs it in a separate, sandboxed process (``judge.py`` starts ``judged.py``; ``sandbox.py`` says
+   what walls it has) that holds no seed, no reference and no verdict: this process makes the public
+   and hidden cases, sends their buffers, and judges the buffers that come back; then the kernel is
+   timed (on a GPU), every timed launch re-checked;
 4. writes ``<out>/<submission>/results.json`` (Gradescope's format) and ``<out>/grades.csv``.
 
 Whatever a submission does (hang, crash, fault, eat memory), the grader records a verdict and moves
@@ -14,10 +15,8 @@ on to the next one.
 """
 from __future__ import annotations
 
-import json
 import os
 import sys
-import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,14 +25,10 @@ from typing import Any, Callable
 from . import gradescope, predict
 from . import verdicts as V
 from .extract import ExtractionError, Submission, extract, find_submission_files
-from .harness import CaseResult, StageError, launch_macros, signature_problems
-from .isolate import ProcessOutcome, run_limited
+from .harness import StageError, launch_macros, signature_problems
 from .report import Report
 from .screen import screen
 from .spec import Exercise
-
-PACKAGE_ROOT = Path(__file__).resolve().parents[2]  # the directory that holds the kernels package
-
 
 @dataclass
 class GradeOptions:
@@ -49,8 +44,21 @@ class GradeOptions:
     unmeasured_perf: str = "exclude"
     show_expected: bool = False
     python: str = sys.executable
-    child_command: Callable[[Path, "GradeOptions"], list[str]] | None = None  # tests replace the child
-    env: dict[str, str] = field(default_factory=dict)
+    sandbox: str = "standard"  # strict | standard | off (see kernels/grading/sandbox.py)
+    submissions_root: Path | None = None  # hidden from the judged process
+    results_root: Path | None = None
+    hidden_paths: tuple[Path, ...] = ()  # more folders it must not see (where the seed file is, say)
+    judged_command: Callable[[list[str]], list[str]] | None = None  # tests replace the judged process
+    env: dict[str, str] = field(default_factory=dict)  # more variables for the judged process (COURSE_BACKEND)
+    _plan: Any = field(default=None, repr=False)
+
+    def plan(self) -> Any:
+        """The sandbox's layers (checked once; RuntimeError when a required one is missing)."""
+        if self._plan is None:
+            from .judge import plan_sandbox
+
+            self._plan = plan_sandbox(self.sandbox)
+        return self._plan
 
 
 @dataclass
@@ -123,85 +131,16 @@ def precheck(sub: Submission, ex: Exercise, archs: tuple[str, ...]) -> tuple[str
 # The sandboxed run
 # --------------------------------------------------------------------------------------------------
 
-def child_argv(workdir: Path, options: GradeOptions) -> list[str]:
-    argv = [options.python, "-m", "kernels.grading.child", "--exercise", options.exercise.id,
-            "--seed", str(options.seed), "--events", str(workdir / "events.jsonl")]
-    if (workdir / "kernel.cu").exists():
-        argv += ["--kernel", str(workdir / "kernel.cu")]
-    if (workdir / "prediction.json").exists():
-        argv += ["--prediction", str(workdir / "prediction.json")]
-    if not options.perf:
-        argv.append("--no-perf")
-    if options.gpu_memory_mb:
-        argv += ["--gpu-memory-mb", str(options.gpu_memory_mb)]
-    if options.perf_target is not None:
-        argv += ["--perf-target", str(options.perf_target)]
-    return argv
-
-
-def _read_events(path: Path) -> tuple[Report | None, list[CaseResult], dict[str, Any] | None]:
-    """The final report if the child got that far, the cases it finished, and the case it was in."""
-    report, cases, running = None, [], None
-    if not path.exists():
-        return None, [], None
-    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
-        try:
-            event = json.loads(line)
-        except json.JSONDecodeError:
-            continue
-        kind = event.get("event")
-        if kind == "start":
-            running = event
-        elif kind == "case":
-            cases.append(CaseResult.from_dict(event["result"]))
-            running = None
-        elif kind == "report":
-            report = Report.from_dict(event["report"])
-    return report, cases, running
-
-
-def _died(ex: Exercise, cases: list[CaseResult], running: dict[str, Any] | None, proc: ProcessOutcome,
-          options: GradeOptions) -> Report:
-    """A report for a child that never finished: a timeout, a memory kill, or a crash of the process."""
-    report = Report(ex.id, ex.title, cases=list(cases))
-    if proc.timed_out:
-        verdict, why = V.TIMEOUT, f"stopped after {options.timeout:.0f} s"
-    elif proc.memory_exceeded:
-        verdict, why = V.MEMORY_LIMIT, f"killed above {options.memory_mb} MB of memory"
-    else:
-        signal_name = proc.signal_name or f"exit code {proc.returncode}"
-        verdict, why = V.CRASH, f"the process died ({signal_name})"
-        tail = proc.stderr.strip().splitlines()[-3:]
-        if tail:
-            why += ": " + " | ".join(tail)
-    if running is not None:
-        report.cases.append(CaseResult(running.get("case", "?"), running.get("visibility", "public"), verdict, why,
-                                       running.get("why", "")))
-    else:
-        report.stage_verdict, report.stage_message = verdict, why + " (before the first case started)"
-    return report
-
-
 def run_submission(sub: Submission, options: GradeOptions) -> Report:
-    """Run one extracted submission in a sandboxed process and return its report."""
-    ex = options.exercise
-    with tempfile.TemporaryDirectory(prefix="grade-") as tmp:
-        workdir = Path(tmp)
-        if sub.kernel is not None:
-            (workdir / "kernel.cu").write_text(sub.kernel, encoding="utf-8")
-        if sub.prediction is not None:
-            (workdir / "prediction.json").write_text(json.dumps(sub.prediction, default=str), encoding="utf-8")
-        argv = (options.child_command or child_argv)(workdir, options)
-        env = dict(os.environ)
-        env["PYTHONPATH"] = str(PACKAGE_ROOT) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
-        env["PYTHONDONTWRITEBYTECODE"] = "1"
-        env.update(options.env)
-        on_gpu = env.get("COURSE_BACKEND", "").lower() != "cpu" and _gpu_present()
-        proc = run_limited(argv, timeout=options.timeout, memory_mb=options.memory_mb,
-                           address_space=not on_gpu, env=env, cwd=workdir)
-        report, cases, running = _read_events(workdir / "events.jsonl")
-    if report is None:
-        report = _died(ex, cases, running, proc, options)
+    """Run one extracted submission in a judged process under the sandbox, and judge it here."""
+    from .judge import judge_kernel
+
+    backend = options.env.get("COURSE_BACKEND", os.environ.get("COURSE_BACKEND", ""))
+    on_gpu = backend.lower() != "cpu" and _gpu_present()
+    hide = tuple(p for p in (options.submissions_root, options.results_root, *options.hidden_paths) if p is not None)
+    report = judge_kernel(options.exercise, sub.kernel or "", options, options.plan(), on_gpu, hide)
+    if options.exercise.questions:
+        report.answers = predict.grade_answers(options.exercise, sub.prediction)
     return report
 
 
@@ -254,6 +193,10 @@ def grade_file(name: str, path: Path | None, options: GradeOptions) -> Graded:
 def grade_folder(folder: Path, options: GradeOptions, out: Path,
                  progress: Callable[[str], None] | None = None) -> list[Graded]:
     """Grade every submission in ``folder``; write results.json files and grades.csv under ``out``."""
+    options.submissions_root = options.submissions_root or folder.resolve()
+    options.results_root = options.results_root or out.resolve()
+    if options.exercise.has_kernel:
+        options.plan()  # fail before the first submission when the sandbox is not available
     graded: list[Graded] = []
     rows = []
     for name, path in discover(folder):

@@ -109,7 +109,7 @@ def csv_row(name: str, file: str, ex: Exercise, report: Report, result: dict[str
     hid = report.counts("hidden")
     frac = report.perf.fraction if report.perf is not None else None
     return {"submission": name, "file": file, "exercise": ex.id, "verdict": report.verdict,
-            "score": result["score"], "max_score": round(sum(t["max_score"] for t in result["tests"]), 4),
+            "score": result["score"], "max_score": round(sum(t["max_score"] for t in result["tests"]), 2),  # each was rounded
             "public_passed": pub[0], "public_total": pub[1], "hidden_passed": hid[0], "hidden_total": hid[1],
             "perf_verdict": report.perf.verdict if report.perf else "",
             "perf_percent_of_baseline": f"{100 * frac:.1f}" if frac is not None else "",

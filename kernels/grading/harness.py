@@ -95,6 +95,23 @@ class StageError(Exception):
 # --------------------------------------------------------------------------------------------------
 
 @dataclass
+class HostBuffer:
+    """One array of a case as the judge prepares it: the whole buffer with its guard bands (host), and
+    where the kernel's view lies in it. The judge keeps it to find every byte the run changed."""
+
+    name: str
+    initial: np.ndarray
+    start: int
+    count: int
+    shape: tuple[int, ...]
+
+    def view_of(self, full: Any) -> Any:
+        # full[start:][:count], not full[start:start + count]: NumPy points an empty slice at the start
+        # of its parent, and an empty output must still sit between its guard bands
+        return full[self.start:][:self.count].reshape(self.shape)
+
+
+@dataclass
 class Guarded:
     """A device buffer with guard bands and the view into its middle that the kernel gets."""
 
@@ -112,9 +129,9 @@ def _fill_of(dtype: np.dtype, fill: str, output: bool) -> np.ndarray:
     return guard_scalar(dtype) if output else poison_scalar(dtype)
 
 
-def guarded(xp: Any, name: str, data: np.ndarray | None, shape: tuple[int, ...], dtype: np.dtype,
-            offset: int, fill: str) -> Guarded:
-    """Upload ``data`` (or poison, for an output) into a buffer with guard bands; return the view.
+def host_buffer(name: str, data: np.ndarray | None, shape: tuple[int, ...], dtype: np.dtype, offset: int,
+                fill: str) -> HostBuffer:
+    """The whole buffer for ``data`` (or poison, for an output) with guard bands around it.
 
     Guard bands of inputs hold the poison (a read past an input's end then poisons the result);
     those of outputs hold another pattern, so a poisoned value written past an output's end shows.
@@ -130,11 +147,26 @@ def guarded(xp: Any, name: str, data: np.ndarray | None, shape: tuple[int, ...],
         host[start:start + count] = poison_scalar(dtype)[0]
     else:
         host[start:start + count] = np.ascontiguousarray(data, dtype=dtype).reshape(-1)
-    full = xp.array(host, copy=True)  # a copy: `initial` must keep what was uploaded
-    # full[start:][:count], not full[start:start + count]: NumPy points an empty slice at the start of
-    # its parent, and an empty output must still sit between its guard bands
-    view = full[start:][:count].reshape(shape)
-    return Guarded(name, full, view, start, count, host)
+    return HostBuffer(name, host, start, count, tuple(shape))
+
+
+def host_buffers(case: Case, fill: str) -> dict[str, HostBuffer]:
+    """Every array of ``case``: inputs (and in-out arrays) with their data, outputs poisoned."""
+    buffers = {}
+    for name, data in case.inputs.items():
+        buffers[name] = host_buffer(name, data, data.shape, data.dtype, case.offset, fill)
+    for name, (shape, dtype) in case.outputs.items():
+        if name not in buffers:
+            buffers[name] = host_buffer(name, None, shape, dtype, case.offset, fill)
+    return buffers
+
+
+def guarded(xp: Any, name: str, data: np.ndarray | None, shape: tuple[int, ...], dtype: np.dtype,
+            offset: int, fill: str) -> Guarded:
+    """``host_buffer`` uploaded with ``xp``; the view is what the kernel gets."""
+    b = host_buffer(name, data, shape, dtype, offset, fill)
+    full = xp.array(b.initial, copy=True)  # a copy: `initial` must keep what was uploaded
+    return Guarded(name, full, b.view_of(full), b.start, b.count, b.initial)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -164,9 +196,18 @@ def parse_macros(code: str, names: tuple[str, ...]) -> dict[str, int]:
 @dataclass
 class RunOutcome:
     outputs: dict[str, np.ndarray] = field(default_factory=dict)  # raw outputs, host
-    buffers: dict[str, Guarded] = field(default_factory=dict)
+    buffers: dict[str, Any] = field(default_factory=dict)  # HostBuffer (or Guarded) per array
+    finals: dict[str, np.ndarray] = field(default_factory=dict)  # whole buffers after the run, host
     error: BaseException | None = None
     error_text: str = ""
+    error_verdict: str = ""  # the verdict the error means (crash, oob_read, timeout, ...)
+    fatal: bool = False  # the device is unusable after this error
+    races: list[str] = field(default_factory=list)  # races a traced run found
+    shared_unwritten: list[str] = field(default_factory=list)  # shared memory read before any write
+
+    @property
+    def failed(self) -> bool:
+        return bool(self.error_verdict)
 
 
 def _error_text(exc: BaseException) -> str:
@@ -174,27 +215,50 @@ def _error_text(exc: BaseException) -> str:
     return text.splitlines()[0][:500] if text else type(exc).__name__
 
 
-def run_once(ex: Exercise, case: Case, loaded: dict[str, Callable[..., Any]], runtime: Any,
-             macros: dict[str, int], fill: str = "poison") -> RunOutcome:
-    """Allocate, launch, wait, copy back. Errors are returned, not raised."""
+def execute(ex: Exercise, case: Case, buffers: dict[str, HostBuffer], loaded: dict[str, Callable[..., Any]],
+            runtime: Any, macros: dict[str, int], trace: int = 0) -> RunOutcome:
+    """Upload, launch, wait, copy every whole buffer back. Errors are returned, not raised.
+
+    ``trace`` > 0 records up to that many memory accesses per launch (CPU backend) and reports the
+    races between threads of a block and the shared memory read before anything was stored there.
+    """
     xp = runtime.xp
-    outcome = RunOutcome()
+    outcome = RunOutcome(buffers=dict(buffers))
+    fulls: dict[str, Any] = {}
     try:
-        for name, data in case.inputs.items():
-            outcome.buffers[name] = guarded(xp, name, data, data.shape, data.dtype, case.offset, fill)
-        for name, (shape, dtype) in case.outputs.items():
-            if name not in outcome.buffers:
-                outcome.buffers[name] = guarded(xp, name, None, shape, dtype, case.offset, fill)
-        ctx = LaunchContext(loaded, {n: g.view for n, g in outcome.buffers.items()}, case, macros, xp,
-                            runtime.sm_count())
-        ex.launch(ctx)
+        views = {}
+        for name, b in buffers.items():
+            fulls[name] = xp.array(b.initial, copy=True)
+            views[name] = b.view_of(fulls[name])
+        ctx = LaunchContext(loaded, views, case, macros, xp, runtime.sm_count())
+        if trace:
+            from kernels.traffic.probe import traced_findings
+
+            outcome.races, outcome.shared_unwritten = traced_findings(lambda: ex.launch(ctx), trace)
+        else:
+            ex.launch(ctx)
         runtime.synchronize()
+        for name in buffers:
+            outcome.finals[name] = runtime.to_host(fulls[name])
         for name in ex.output_names(case):
-            outcome.outputs[name] = runtime.to_host(outcome.buffers[name].view)
+            outcome.outputs[name] = buffers[name].view_of(outcome.finals[name])
     except Exception as exc:  # the student's kernel may fail in any way; report it, do not die
         outcome.error = exc
         outcome.error_text = _error_text(exc)
+        outcome.fatal = runtime.is_fatal(exc)
+        outcome.error_verdict = V.CRASH if outcome.fatal else classify_error(exc)
     return outcome
+
+
+class LocalExecutor:
+    """Runs cases in this process (the student's own check in a notebook)."""
+
+    def __init__(self, ex: Exercise, loaded: dict[str, Callable[..., Any]], runtime: Any, macros: dict[str, int]):
+        self.ex, self.loaded, self.runtime, self.macros = ex, loaded, runtime, macros
+        self.is_gpu = runtime.is_gpu
+
+    def run(self, case: Case, fill: str = "poison", trace: int = 0) -> RunOutcome:
+        return execute(self.ex, case, host_buffers(case, fill), self.loaded, self.runtime, self.macros, trace)
 
 
 def _changed_region(before: np.ndarray, after: np.ndarray) -> np.ndarray:
@@ -209,7 +273,10 @@ def _memory_findings(case: Case, outcome: RunOutcome, runtime: Any) -> tuple[str
     oob: list[str] = []
     modified: list[str] = []
     for name, g in outcome.buffers.items():
-        now = runtime.to_host(g.full)
+        now = outcome.finals[name] if name in outcome.finals else runtime.to_host(g.full)
+        if now.shape != g.initial.shape or now.dtype != g.initial.dtype:
+            oob.append(f"{name} (its whole buffer came back with another shape or type)")
+            continue
         changed = _changed_region(g.initial, now)
         if changed.size == 0:
             continue
@@ -268,24 +335,31 @@ def judge(ex: Exercise, case: Case, outcome: RunOutcome, expected: dict[str, Any
     return verdict, message, comparisons
 
 
-def run_case(ex: Exercise, case: Case, loaded: dict[str, Callable[..., Any]], runtime: Any,
-             macros: dict[str, int], probes: bool = True) -> tuple[CaseResult, bool]:
-    """Run and judge one case. Returns the result and whether the device is still usable."""
+BARRIER_HINT = ("shared memory was read before any thread of the block stored to it (at {where}): a missing "
+                "__syncthreads() between the stores and the loads, or an index that reads an element no thread "
+                "writes?")
+
+
+def run_case(ex: Exercise, case: Case, executor: Any, probes: bool = True) -> tuple[CaseResult, bool]:
+    """Run and judge one case. Returns the result and whether the device is still usable.
+
+    ``executor.run(case, fill, trace)`` runs the kernel (in this process, or in the judged process
+    of the grader) and returns the whole buffers; everything else, the reference, the comparison
+    and the verdict, happens here.
+    """
     t0 = time.perf_counter()
     expected = ex.reference(case)
-    first = run_once(ex, case, loaded, runtime, macros, "poison")
-    if first.error is not None:
-        fatal = runtime.is_fatal(first.error)
-        verdict = V.CRASH if fatal else classify_error(first.error)
-        return CaseResult(case.name, case.visibility, verdict, first.error_text, case.why,
-                          seconds=time.perf_counter() - t0), not fatal
-    verdict, message, comparisons = judge(ex, case, first, expected, runtime)
+    first = executor.run(case, "poison")
+    if first.failed:
+        return CaseResult(case.name, case.visibility, first.error_verdict, first.error_text, case.why,
+                          seconds=time.perf_counter() - t0), not first.fatal
+    verdict, message, comparisons = judge(ex, case, first, expected, None)
     if probes and case.probe and not case.large and verdict not in (V.OOB_WRITE, V.INPUT_MODIFIED):
-        def rerun(fill: str) -> dict[str, np.ndarray]:
-            again = run_once(ex, case, loaded, runtime, macros, fill)
-            if again.error is not None:
-                raise _RerunFailed(again.error)
-            return again.outputs
+        def rerun(fill: str, trace: int = 0) -> RunOutcome:
+            again = executor.run(case, fill, trace)
+            if again.failed:
+                raise _RerunFailed(again)
+            return again
 
         for probe in race.probes():
             if not probe.applies(ex.deterministic):
@@ -293,10 +367,13 @@ def run_case(ex: Exercise, case: Case, loaded: dict[str, Callable[..., Any]], ru
             try:
                 finding = probe.run(first.outputs, rerun)
             except _RerunFailed as exc:
-                fatal = runtime.is_fatal(exc.error)
-                return CaseResult(case.name, case.visibility, V.CRASH if fatal else classify_error(exc.error),
-                                  f"crashed when run again: {_error_text(exc.error)}", case.why, comparisons,
-                                  time.perf_counter() - t0), not fatal
+                return CaseResult(case.name, case.visibility, exc.outcome.error_verdict,
+                                  f"crashed when run again: {exc.outcome.error_text}", case.why, comparisons,
+                                  time.perf_counter() - t0), not exc.outcome.fatal
+            if finding is not None and not finding.verdict:
+                if V.is_failure(verdict):
+                    message = f"{message}; {finding.message}" if message else finding.message
+                continue
             if finding is not None:
                 verdict, message = finding.verdict, finding.message + (f"; {message}" if message else "")
                 break
@@ -305,9 +382,9 @@ def run_case(ex: Exercise, case: Case, loaded: dict[str, Callable[..., Any]], ru
 
 
 class _RerunFailed(Exception):
-    def __init__(self, error: BaseException):
-        super().__init__(str(error))
-        self.error = error
+    def __init__(self, outcome: RunOutcome):
+        super().__init__(outcome.error_text)
+        self.outcome = outcome
 
 
 # --------------------------------------------------------------------------------------------------
@@ -351,26 +428,30 @@ def nvrtc_errors(code: str, arch: str = "sm_75") -> str | None:
     return None if result.ok else result.log.strip()
 
 
+def load_kernel_spec(code: str, spec: Any, runtime: Any) -> Callable[..., Any]:
+    """Compile one of the exercise's kernels from ``code``; StageError when the compiler refuses it."""
+    try:
+        return runtime.load(code, spec.name)
+    except Exception as exc:
+        name = type(exc).__name__
+        if name == "LibraryBuilt":  # the grader's build-only step: not an error
+            raise
+        if name == "KernelNotFoundError":
+            raise StageError(V.WRONG_SIGNATURE, str(exc)) from None
+        if name == "NoGPUError":
+            raise StageError(V.ENVIRONMENT, str(exc)) from None
+        # the CUDA compiler's own words when it rejects the code too; else the backend's
+        log = None if runtime.is_gpu else nvrtc_errors(code)
+        message = f"kernel.cu does not compile:\n{log}" if log else str(exc).strip()
+        raise StageError(V.COMPILE_ERROR, message[:6000]) from None
+
+
 def load_kernels(code: str, ex: Exercise, runtime: Any) -> dict[str, Callable[..., Any]]:
     """Compile the exercise's kernels from ``code``; StageError on a compile or signature problem."""
     problems = signature_problems(code, ex)
     if problems:
         raise StageError(V.WRONG_SIGNATURE, "\n".join(problems))
-    loaded = {}
-    for spec in ex.kernels:
-        try:
-            loaded[spec.name] = runtime.load(code, spec.name)
-        except Exception as exc:
-            name = type(exc).__name__
-            if name == "KernelNotFoundError":
-                raise StageError(V.WRONG_SIGNATURE, str(exc)) from None
-            if name == "NoGPUError":
-                raise StageError(V.ENVIRONMENT, str(exc)) from None
-            # the CUDA compiler's own words when it rejects the code too; else the backend's
-            log = None if runtime.is_gpu else nvrtc_errors(code)
-            message = f"kernel.cu does not compile:\n{log}" if log else str(exc).strip()
-            raise StageError(V.COMPILE_ERROR, message[:6000]) from None
-    return loaded
+    return {spec.name: load_kernel_spec(code, spec, runtime) for spec in ex.kernels}
 
 
 def launch_macros(code: str, ex: Exercise) -> dict[str, int]:
@@ -382,39 +463,42 @@ def launch_macros(code: str, ex: Exercise) -> dict[str, int]:
     return macros
 
 
-def run_cases(ex: Exercise, cases: list[Case], code: str, runtime: Any, *, probes: bool = True,
+def load_executor(ex: Exercise, code: str, runtime: Any) -> LocalExecutor:
+    """Compile ``code`` for an in-process run; StageError if it cannot be compiled or launched."""
+    macros = launch_macros(code, ex)
+    return LocalExecutor(ex, load_kernels(code, ex, runtime), runtime, macros)
+
+
+def run_cases(ex: Exercise, cases: list[Case], code: str, executor: Any, *, probes: bool = True,
               on_start: Callable[[Case], None] | None = None,
               on_result: Callable[[CaseResult], None] | None = None) -> list[CaseResult]:
-    """Compile ``code`` and run every case; StageError if the kernel cannot be compiled or launched."""
-    macros = launch_macros(code, ex)
-    loaded = load_kernels(code, ex, runtime)
+    """Run every case through ``executor`` and judge it. ``executor`` may also be a runtime, in which
+    ``code`` is compiled to run in this process (StageError if it cannot be)."""
+    if not hasattr(executor, "run"):
+        executor = load_executor(ex, code, executor)
     for probe in race.probes():  # probes that keep state per submission start afresh
         begin = getattr(probe, "begin", None)
         if begin is not None:
             begin(code)
-    barrier_hint = not runtime.is_gpu and "__shared__" in code
     results: list[CaseResult] = []
     usable = True
     for case in cases:
         if not usable:
             result = CaseResult(case.name, case.visibility, V.NOT_RUN,
                                 "not run: an earlier case crashed and took the GPU context with it", case.why)
-        elif case.large and not runtime.is_gpu:
+        elif case.large and not executor.is_gpu:
             result = CaseResult(case.name, case.visibility, V.SKIPPED, V.message(V.SKIPPED), case.why)
         else:
             if on_start:
                 on_start(case)
             try:
-                result, usable = run_case(ex, case, loaded, runtime, macros, probes)
+                result, usable = run_case(ex, case, executor, probes)
+            except StageError:
+                raise
             except Exception as exc:  # a bug in the exercise's own code: say so, never blame the student
                 result = CaseResult(case.name, case.visibility, V.ENVIRONMENT,
                                     f"the harness failed on this case: {_error_text(exc)}\n"
                                     f"{traceback.format_exc(limit=3)}", case.why)
-        if barrier_hint and result.verdict in (V.WRONG, V.NAN, V.UNWRITTEN):
-            result.message += ("; note: on the CPU backend threads switch only at barriers, so a missing "
-                               "__syncthreads() or __syncwarp(), if there is one, shows up here as wrong or "
-                               "NaN values")
-            barrier_hint = False  # once is enough
         results.append(result)
         if on_result:
             on_result(result)

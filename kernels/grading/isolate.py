@@ -13,6 +13,7 @@ import resource
 import signal
 import subprocess
 import tempfile
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -94,47 +95,78 @@ def _tail(path: Path) -> str:
     return data[-TAIL_CHARS:].decode("utf-8", errors="replace")
 
 
+class Limited:
+    """A running process under the limits: a watchdog thread kills its whole process group after
+    ``timeout`` seconds or above ``memory_mb`` of resident memory, while the caller talks to it."""
+
+    def __init__(self, argv: list[str], *, timeout: float, memory_mb: int | None = None, address_space: bool = False,
+                 env: dict[str, str] | None = None, cwd: str | Path | None = None, file_mb: int = 512,
+                 pass_fds: tuple[int, ...] = ()):
+        self._tmp = tempfile.TemporaryDirectory(prefix="grade-io-")
+        self.out_path, self.err_path = Path(self._tmp.name) / "stdout", Path(self._tmp.name) / "stderr"
+        self.timeout, self.memory_mb = timeout, memory_mb
+        self.outcome = ProcessOutcome(None)
+        self._peak = 0
+        with open(self.out_path, "wb") as out, open(self.err_path, "wb") as err:
+            self.start = time.monotonic()
+            self.proc = subprocess.Popen(argv, stdout=out, stderr=err, stdin=subprocess.DEVNULL, env=env, cwd=cwd,
+                                         start_new_session=True, pass_fds=pass_fds)
+        _limit(self.proc.pid, memory_mb, address_space, file_mb)
+        self._stop = threading.Event()
+        self._watchdog = threading.Thread(target=self._watch, daemon=True)
+        self._watchdog.start()
+
+    @property
+    def deadline(self) -> float:
+        return self.start + self.timeout
+
+    def _watch(self) -> None:
+        while not self._stop.is_set() and self.proc.poll() is None:
+            if time.monotonic() - self.start > self.timeout:
+                self.outcome.timed_out = True
+                self.kill()
+                return
+            if self.memory_mb:
+                rss = _group_rss_kb(self.proc.pid)
+                self._peak = max(self._peak, rss)
+                if rss > self.memory_mb * 1024:
+                    self.outcome.memory_exceeded = True
+                    self.kill()
+                    return
+            self._stop.wait(POLL_SECONDS)
+
+    def kill(self) -> None:
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+    def finish(self, wait: float = 10.0) -> ProcessOutcome:
+        """Wait for the process (killing it after ``wait`` seconds), kill what it left, and report."""
+        try:
+            self.proc.wait(timeout=wait)
+        except subprocess.TimeoutExpired:
+            self.kill()
+        outcome = self.outcome
+        outcome.returncode = self.proc.wait()
+        self._stop.set()
+        self._watchdog.join()
+        self.kill()  # anything the child left behind in its group
+        outcome.seconds = time.monotonic() - self.start
+        outcome.peak_rss_mb = self._peak / 1024
+        outcome.stdout, outcome.stderr = _tail(self.out_path), _tail(self.err_path)
+        self._tmp.cleanup()
+        if "MemoryError" in outcome.stderr or "std::bad_alloc" in outcome.stderr or "out of memory" in outcome.stderr.lower():
+            outcome.memory_exceeded = outcome.memory_exceeded or outcome.returncode != 0
+        return outcome
+
+
 def run_limited(argv: list[str], *, timeout: float, memory_mb: int | None = None, address_space: bool = False,
                 env: dict[str, str] | None = None, cwd: str | Path | None = None,
                 file_mb: int = 512) -> ProcessOutcome:
     """Run ``argv``; kill its whole process group after ``timeout`` seconds or above ``memory_mb``."""
-    with tempfile.TemporaryDirectory(prefix="grade-io-") as tmp:
-        out_path, err_path = Path(tmp) / "stdout", Path(tmp) / "stderr"
-        with open(out_path, "wb") as out, open(err_path, "wb") as err:
-            start = time.monotonic()
-            proc = subprocess.Popen(argv, stdout=out, stderr=err, stdin=subprocess.DEVNULL, env=env, cwd=cwd,
-                                    start_new_session=True)
-            _limit(proc.pid, memory_mb, address_space, file_mb)
-            outcome = ProcessOutcome(None)
-            peak = 0
-            while True:
-                code = proc.poll()
-                if code is not None:
-                    break
-                elapsed = time.monotonic() - start
-                if elapsed > timeout:
-                    outcome.timed_out = True
-                    break
-                if memory_mb:
-                    rss = _group_rss_kb(proc.pid)
-                    peak = max(peak, rss)
-                    if rss > memory_mb * 1024:
-                        outcome.memory_exceeded = True
-                        break
-                time.sleep(POLL_SECONDS)
-            if proc.poll() is None:
-                try:
-                    os.killpg(proc.pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
-            outcome.returncode = proc.wait()
-            try:  # anything the child left behind in its group
-                os.killpg(proc.pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
-            outcome.seconds = time.monotonic() - start
-        outcome.peak_rss_mb = peak / 1024
-        outcome.stdout, outcome.stderr = _tail(out_path), _tail(err_path)
-    if "MemoryError" in outcome.stderr or "std::bad_alloc" in outcome.stderr or "out of memory" in outcome.stderr.lower():
-        outcome.memory_exceeded = outcome.memory_exceeded or outcome.returncode != 0
-    return outcome
+    limited = Limited(argv, timeout=timeout, memory_mb=memory_mb, address_space=address_space, env=env, cwd=cwd,
+                      file_mb=file_mb)
+    while limited.proc.poll() is None and not limited.outcome.timed_out and not limited.outcome.memory_exceeded:
+        time.sleep(POLL_SECONDS)
+    return limited.finish(wait=0.0 if limited.outcome.timed_out or limited.outcome.memory_exceeded else 10.0)

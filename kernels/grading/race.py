@@ -1,7 +1,10 @@
 """Probes that rerun a case to find bugs a single run hides: races and out-of-bounds reads.
 
-Each probe gets the outputs of the first run and a way to run the case again (``rerun(fill)``,
-where ``fill`` chooses what the guard bands around every array hold) and returns a Finding or None.
+Each probe gets the outputs of the first run and a way to run the case again (``rerun(fill, trace=0)``,
+where ``fill`` chooses what the guard bands around every array hold and ``trace`` asks the CPU
+backend to record that many memory accesses; it returns the run's ``RunOutcome``) and returns a
+Finding or None. A Finding whose verdict is empty adds its message to a failed case's message
+without changing the verdict (evidence for a hint).
 
 - ``RepeatProbe``: the same inputs, the same fill; different output bits mean the result depends on
   timing: a race (a missing ``__syncthreads()``, an unsynchronised warp tail).
@@ -17,7 +20,7 @@ threads of a block into a ``race`` verdict that names both lines and both thread
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Protocol
+from typing import Any, Callable, Protocol
 
 import numpy as np
 
@@ -40,7 +43,7 @@ class Probe(Protocol):
 
     def applies(self, deterministic: bool) -> bool: ...
 
-    def run(self, first: Outputs, rerun: Callable[[str], Outputs]) -> Finding | None: ...
+    def run(self, first: Outputs, rerun: Callable[..., Any]) -> Finding | None: ...
 
 
 def _differences(a: Outputs, b: Outputs) -> list[str]:
@@ -65,9 +68,9 @@ class RepeatProbe:
     def applies(self, deterministic: bool) -> bool:
         return deterministic
 
-    def run(self, first: Outputs, rerun: Callable[[str], Outputs]) -> Finding | None:
+    def run(self, first: Outputs, rerun: Callable[..., Any]) -> Finding | None:
         for _ in range(self.repeats):
-            again = rerun("poison")
+            again = rerun("poison").outputs
             diff = _differences(first, again)
             if diff:
                 return Finding(V.RACE, f"a second run on the same inputs changed {', '.join(diff)}: the result "
@@ -84,8 +87,8 @@ class GuardReadProbe:
     def applies(self, deterministic: bool) -> bool:
         return deterministic
 
-    def run(self, first: Outputs, rerun: Callable[[str], Outputs]) -> Finding | None:
-        again = rerun("alternate")
+    def run(self, first: Outputs, rerun: Callable[..., Any]) -> Finding | None:
+        again = rerun("alternate").outputs
         diff = _differences(first, again)
         if diff:
             return Finding(V.OOB_READ, f"changing only the memory around the arrays changed {', '.join(diff)}: "

@@ -1,5 +1,6 @@
-"""One evaluation of a kernel (or a set of predictions) against an exercise: the student check and
-the grader's sandboxed process both call ``evaluate``; they differ in which cases they run."""
+"""One evaluation of a kernel (or a set of predictions) against an exercise, in this process: the
+student's own check in a notebook. The grader judges the same cases the same way, but runs the
+kernel in a separate, sandboxed process (``kernels.grading.judge``)."""
 from __future__ import annotations
 
 from typing import Any, Callable
@@ -9,7 +10,7 @@ import numpy as np
 from . import predict
 from . import verdicts as V
 from .cases import rng_for, seed_for
-from .harness import CaseResult, StageError, launch_macros, load_kernels, run_cases
+from .harness import CaseResult, StageError, launch_macros, load_executor, load_kernels, run_cases
 from .perf import measure as measure_perf, not_measured
 from .report import Report
 from .screen import screen
@@ -26,6 +27,12 @@ def make_cases(ex: Exercise, visibilities: tuple[str, ...], secret: int | str | 
             case.visibility = vis
         cases += made
     return cases
+
+
+def perf_seed(ex: Exercise, visibilities: tuple[str, ...], secret: int | str | None) -> int:
+    """The seed of the timed case's inputs: derived from the secret (never the secret itself)."""
+    vis = "hidden" if secret is not None and "hidden" in visibilities else "public"
+    return seed_for(ex.id + "#perf", vis, secret)
 
 
 def _runtime() -> Any:
@@ -74,7 +81,8 @@ def evaluate(ex: Exercise, *, kernel: str | None = None, prediction: dict[str, A
     report.backend, report.device = runtime.name, runtime.device_name()
     try:
         cases = make_cases(ex, visibilities, secret)
-        report.cases = run_cases(ex, cases, kernel, runtime, probes=probes, on_start=on_start, on_result=on_result)
+        executor = load_executor(ex, kernel, runtime)
+        report.cases = run_cases(ex, cases, kernel, executor, probes=probes, on_start=on_start, on_result=on_result)
     except StageError as exc:
         report.stage_verdict, report.stage_message = exc.verdict, exc.message
         return report
@@ -86,8 +94,7 @@ def evaluate(ex: Exercise, *, kernel: str | None = None, prediction: dict[str, A
         if not runtime.is_gpu:
             report.perf = not_measured(ex)
         elif all(not V.is_failure(c.verdict) for c in report.cases):
-            vis = "hidden" if secret is not None and "hidden" in visibilities else "public"
-            rng = np.random.default_rng(seed_for(ex.id + "#perf", vis, secret))
+            rng = np.random.default_rng(perf_seed(ex, visibilities, secret))
             try:
                 loaded = load_kernels(kernel, ex, runtime)
                 report.perf = measure_perf(ex, loaded, runtime, rng, launch_macros(kernel, ex))

@@ -52,23 +52,35 @@ class TraceRaceProbe:
         except CompilerNotFoundError:
             return False
 
-    def run(self, first: dict[str, np.ndarray], rerun: Callable[[str], dict[str, np.ndarray]]) -> Any:
+    def run(self, first: dict[str, np.ndarray], rerun: Callable[..., Any]) -> Any:
         from ..grading import verdicts as V
+        from ..grading.harness import BARRIER_HINT
         from ..grading.race import Finding
-        from .races import find_races
-        from .record import capture
 
         if self._left <= 0:
             return None
         self._left -= 1
-        with capture(max_accesses=self.max_accesses) as recorded:
-            rerun("poison")
-        races = [r for rec in recorded.recordings for r in find_races(rec)]
-        if not races:
-            return None
-        others = len(races) - 1
-        more = f" (and {others} more race{'s' if others != 1 else ''} between other lines)" if others else ""
-        return Finding(V.RACE, f"data race on {races[0]}{more}")
+        again = rerun("poison", self.max_accesses)
+        if again.races:
+            others = len(again.races) - 1
+            more = f" (and {others} more race{'s' if others != 1 else ''} between other lines)" if others else ""
+            return Finding(V.RACE, f"data race on {again.races[0]}{more}")
+        if again.shared_unwritten:  # evidence for the barrier hint; the verdict stays what it is
+            return Finding("", BARRIER_HINT.format(where="; ".join(again.shared_unwritten)))
+        return None
+
+
+def traced_findings(launch: Callable[[], None], max_accesses: int = MAX_ACCESSES) -> tuple[list[str], list[str]]:
+    """Run ``launch`` on the CPU backend's traced builds: (the races it has, as sentences, and the
+    shared-memory loads of never-stored addresses)."""
+    from .races import find_races, unwritten_shared_reads
+    from .record import capture
+
+    with capture(max_accesses=max_accesses) as recorded:
+        launch()
+    races = [str(r) for rec in recorded.recordings for r in find_races(rec)]
+    unwritten = [w for rec in recorded.recordings for w in unwritten_shared_reads(rec)]
+    return races, unwritten
 
 
 def install() -> None:

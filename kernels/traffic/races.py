@@ -190,3 +190,33 @@ def _side(rec: Recording, acc: np.ndarray, i: int, site: Site) -> RaceAccess:
     flags = int(acc["flags"][i])
     return RaceAccess(site=site, thread=rec.thread_index(int(acc["thread"][i])),
                       write=bool(flags & abi.ACCESS_WRITE), atomic=bool(flags & abi.ACCESS_ATOMIC))
+
+
+def unwritten_shared_reads(rec: Recording, limit: int = 3) -> list[str]:
+    """Shared-memory loads of an address that no thread of the block had stored to yet, as
+    ``tile[9] on line 14`` (at most ``limit``, one per source line). Such a load reads whatever was
+    there before: the evidence behind "a missing __syncthreads()" when a result comes out wrong."""
+    acc = rec.accesses
+    shared = np.flatnonzero(acc["space"] == abi.SPACE_SHARED)
+    if len(shared) == 0:
+        return []
+    a = acc[shared]
+    order = np.lexsort((shared, a["addr"], a["block"]))  # by block, address, then execution order
+    a = a[order]
+    first = np.ones(len(a), dtype=bool)
+    first[1:] = (a["block"][1:] != a["block"][:-1]) | (a["addr"][1:] != a["addr"][:-1])
+    # a plain store initialises; an atomic read-modify-write of an unset value reads it (a counter in
+    # shared memory that nobody zeroed)
+    writes = ((a["flags"] & abi.ACCESS_WRITE) != 0) & ((a["flags"] & abi.ACCESS_ATOMIC) == 0)
+    found: list[str] = []
+    seen_lines: set[int] = set()
+    for i in np.flatnonzero(first & ~writes):
+        site = rec.site(int(a["pc"][i]))
+        if site.line in seen_lines:
+            continue
+        seen_lines.add(site.line)
+        where = rec.describe_address(int(a["addr"][i]), abi.SPACE_SHARED, 255, int(a["size"][i]))
+        found.append(f"{where}, {site.short}")
+        if len(found) >= limit:
+            break
+    return found

@@ -17,22 +17,37 @@ PIPE_STREAMS, PIPE_CHUNKS = 4, 16
 # --------------------------------------------------------------------------------------------------
 
 
+def chunk_output(k: int) -> str:
+    """The name of chunk ``k``'s output array: every chunk writes into an array of its own."""
+    return f"out{k}"
+
+
 def _smooth_case(rng, n: int, chunks: int, why: str, vis: str) -> Case:
     bounds = chunk_bounds(n, chunks)
+    # Each chunk's part of the output is a separate array with guard bands of its own: a kernel that
+    # writes past the end of its chunk (into the next chunk's part, which a pipeline may be copying
+    # or about to overwrite) then changes a guard band, even though the serial check would overwrite
+    # the stray value with the right one.
+    outputs = {chunk_output(k): ((hi - lo,), np.float32) for k, (lo, hi) in enumerate(bounds)}
     return Case(f"n = {n:,} in {len(bounds)} chunk{'s' if len(bounds) > 1 else ''}", vis,
-                {"inp": uniform(rng, n, -10, 10)}, {"out": ((n,), np.float32)}, {"n": n}, why=why,
+                {"inp": uniform(rng, n, -10, 10)}, outputs, {"n": n}, why=why,
                 extra={"chunks": bounds}, large=n > 3_000_000)
 
 
 def _smooth_cases(rng, vis: str) -> list[Case]:
     if vis == "public":
         spec = [(1, 1, "one element: both neighbours are itself"), (2, 1, "two elements"),
-                (2, 2, "two chunks of one element"), (1_000, 1, "one chunk"), (1_000, 3, "three chunks"),
+                (2, 2, "two chunks of one element"), (3, 3, "three chunks of one element: the middle one has "
+                                                           "neighbours on both sides"),
+                (257, 1, "one chunk, one element past a block"), (1_000, 1, "one chunk"),
+                (1_000, 3, "three chunks: a write past a chunk's end shows"),
+                (513, 2, "chunks of 256 and 257 elements: whole blocks, then one element past them"),
                 (100_003, 7, "uneven chunks"), (1_000_003, 16, "sixteen chunks"), (8_000_009, 16, "large")]
     else:
         n = random_prime(rng, 1_000, 200_000)
         spec = [(int(rng.integers(3, 40)), int(rng.integers(2, 5)), "tiny chunks"),
                 (n, int(rng.integers(2, 30)), "a prime, many chunks"),
+                (int(rng.integers(300, 5_000)), int(rng.integers(2, 8)), "chunks that end inside a block"),
                 (int(rng.integers(50_000, 500_000)), 1, "one chunk")]
     return [_smooth_case(rng, n, c, why, vis) for n, c, why in spec]
 
@@ -40,16 +55,23 @@ def _smooth_cases(rng, vis: str) -> list[Case]:
 def _smooth_launch(ctx: LaunchContext) -> None:
     n = ctx["n"]
     kernel = ctx.kernel()
-    for lo, hi in ctx.case.extra["chunks"]:
-        kernel((blocks(hi - lo, SM_BLOCK),), (SM_BLOCK,), (ctx["inp"][lo:hi], ctx["out"][lo:hi], hi - lo, lo, n))
+    for k, (lo, hi) in enumerate(ctx.case.extra["chunks"]):
+        kernel((blocks(hi - lo, SM_BLOCK),), (SM_BLOCK,),
+               (ctx["inp"][lo:hi], ctx[chunk_output(k)], hi - lo, lo, n))
+
+
+def smooth_expected(x: np.ndarray) -> Expected:
+    """The whole array's 3-point average, ends clamped, with its error bound."""
+    x = np.asarray(x).astype(np.float64)
+    left = np.concatenate([x[:1], x[:-1]])
+    right = np.concatenate([x[1:], x[-1:]])
+    return Expected((left + x + right) / 3, atol=6 * U32 * (np.abs(left) + np.abs(x) + np.abs(right)) / 3 + 1e-30)
 
 
 def _smooth_reference(case: Case) -> dict:
-    x = case.inputs["inp"].astype(np.float64)
-    left = np.concatenate([x[:1], x[:-1]])
-    right = np.concatenate([x[1:], x[-1:]])
-    return {"out": Expected((left + x + right) / 3,
-                            atol=6 * U32 * (np.abs(left) + np.abs(x) + np.abs(right)) / 3 + 1e-30)}
+    whole = smooth_expected(case.inputs["inp"])
+    return {chunk_output(k): Expected(whole.value[lo:hi], atol=whole.atol[lo:hi])
+            for k, (lo, hi) in enumerate(case.extra["chunks"])}
 
 
 def _smooth_perf(ex: Exercise, loaded: dict, runtime, rng, macros) -> "PerfResult":
@@ -70,7 +92,7 @@ def _smooth_perf(ex: Exercise, loaded: dict, runtime, rng, macros) -> "PerfResul
     pipe = Pipeline(n, launch, halo=1, streams=PIPE_STREAMS)
     pipe.h_in[:] = rng.uniform(-10, 10, n).astype(np.float32)
     case = Case("perf", "perf", {"inp": np.asarray(pipe.h_in)}, {"out": ((n,), np.float32)}, {"n": n})
-    expected = _smooth_reference(case)["out"]
+    expected = smooth_expected(pipe.h_in)
     device = runtime.device_name()
     wrong = [0]
     sample = np.sort(rng.choice(n, size=1 << 20, replace=False))
@@ -129,8 +151,11 @@ SMOOTH = Exercise(
     kind="write",
     kernels=(KernelSpec("smooth3", "(const float* in, float* out, int n, int first, int total)"),),
     launch_text=("one launch per chunk, blocks of 256 threads and ceil(n / 256) blocks, where n is the chunk's "
-                 "length. `in` and `out` point at the chunk's first element inside the whole arrays, `first` is "
-                 "that element's index in the whole array and `total` the whole array's length. On a GPU the "
+                 "length. `in` points at the chunk's first element inside the whole input array, `first` is "
+                 "that element's index in the whole array and `total` the whole array's length. `out` points at "
+                 "the chunk's part of the output, which the check keeps as an array of its own (`out0`, `out1`, "
+                 "... in its table) with guard bands around it, so a write past the end of a chunk shows. On a "
+                 "GPU the "
                  "speed test runs the chunks in a pipeline of 4 streams and 16 chunks."),
     make_cases=_smooth_cases, launch=_smooth_launch, reference=_smooth_reference,
     perf=PerfSpec(case=lambda rng, sm: None, metric="x speedup", work=lambda c: 0.0, baseline="ideal", target=0.7,

@@ -25,6 +25,7 @@ def _transpose_cases(rng, vis: str) -> list[Case]:
     if vis == "public":
         shapes = [(32, 64, "exactly one tile"), (64, 128, "whole tiles"), (1, 1, "one element"),
                   (32, 65, "an odd number of columns"), (33, 64, "one row past a tile"),
+                  (31, 63, "one short of a tile in both directions"), (33, 65, "one past a tile in both directions"),
                   (1000, 777, "ragged on both sides"), (31, 4097, "one long row of tiles"),
                   (4097, 33, "one tall column of tiles"), (2048, 2050, "large")]
     else:
@@ -48,9 +49,11 @@ def _transpose_perf_case(rng, sm_count: int) -> Case:
     return _transpose_case(rng, 8192, 8192, "8192 x 8192", "perf", large=True)
 
 
-# Both transpose exercises: at least 80 % of the copy bandwidth at 8192 x 8192.
+# Both transpose exercises: at least 65 % of the copy bandwidth measured in the same run, at 8192 x 8192
+# (benchmarks/results/exercise_targets_*.txt: the references reach 82-85 % on an H200, a valid
+# XOR-swizzled tile 74 %; the unpadded tile, with its 32-way bank conflicts, stays far below).
 TRANSPOSE_PERF = PerfSpec(case=_transpose_perf_case, metric="GB/s",
-                          work=lambda c: 8 * c.scalars["rows"] * c.scalars["cols"], baseline="copy", target=0.8,
+                          work=lambda c: 8 * c.scalars["rows"] * c.scalars["cols"], baseline="copy", target=0.65,
                           describe="8 bytes per element (one read, one write)", repeat=10)
 
 
@@ -76,7 +79,8 @@ def _tiled_cases(rng, vis: str) -> list[Case]:
     if vis == "public":
         shapes = [(1, 1, "one element"), (2, 3, "smaller than a tile"), (32, 32, "exactly one tile"),
                   (1, 1000, "a single row"), (1000, 1, "a single column"), (97, 61, "prime sides"),
-                  (33, 31, "one past and one short of a tile"), (1000, 777, "ragged on both sides"),
+                  (33, 31, "one past and one short of a tile"), (31, 33, "one short and one past a tile"),
+                  (65, 65, "one past two tiles in both directions"), (1000, 777, "ragged on both sides"),
                   (31, 4097, "one long row of tiles"), (4097, 33, "one tall column of tiles"),
                   (2047, 2053, "large, ragged")]
     else:
@@ -122,7 +126,8 @@ def _gemv_case(rng, rows: int, cols: int, why: str, vis: str, large: bool | None
 def _gemv_cases(rng, vis: str) -> list[Case]:
     if vis == "public":
         shapes = [(1, 1, "one element"), (1, 1000, "one long row"), (1000, 1, "rows of one element"),
-                  (1000, 3, "very short rows"), (257, 24, "short rows, ragged"), (100, 33, "one past a warp"),
+                  (1000, 3, "very short rows"), (257, 24, "short rows, ragged"), (31, 32, "rows of one warp"),
+                  (100, 33, "one past a warp"), (3, 1025, "one past four warps of four elements"),
                   (64, 4097, "long rows"), (1000, 777, "ragged"), (262_147, 24, "large, short rows")]
     else:
         shapes = [(off_multiple(rng, 100, 5000, 8), int(rng.integers(2, 9)), "very short rows"),
@@ -167,7 +172,7 @@ GEMV = Exercise(
     make_cases=_gemv_cases, launch=_gemv_launch, reference=_gemv_reference,
     perf=PerfSpec(case=_gemv_perf_case, metric="GB/s",
                   work=lambda c: 4 * (c.scalars["rows"] * c.scalars["cols"] + c.scalars["rows"] + c.scalars["cols"]),
-                  baseline="copy", target=0.6, describe="4 bytes per element of A, x and y",
+                  baseline="copy", target=0.45, describe="4 bytes per element of A, x and y",
                   roofline=lambda c: (2.0 * c.scalars["rows"] * c.scalars["cols"],
                                       4.0 * (c.scalars["rows"] * c.scalars["cols"] + c.scalars["rows"]
                                              + c.scalars["cols"]))),

@@ -31,13 +31,19 @@ def _vec4_cases(rng, vis: str) -> list[Case]:
         spec = [(0, 0, "nothing to do"), (1, 0, "one element"), (1, 1, "one element, misaligned"),
                 (2, 3, "shorter than the head"), (3, 1, "head only"), (4, 2, "head and tail"),
                 (5, 3, "head, no body, tail"), (7, 1, "one vector and a head"), (64, 0, "aligned, no tail"),
-                (67, 0, "aligned, a tail"), (64, 1, "misaligned by 4 bytes"), (1_000, 2, "misaligned by 8 bytes"),
-                (100_003, 3, "misaligned by 12 bytes, a tail"), (3_000_001, 1, "large")]
+                (67, 0, "aligned, a tail"), (64, 1, "misaligned by 4 bytes"),
+                (33, 2, "a head of 2, a body of 7 float4, a tail of 3"), (1_000, 2, "misaligned by 8 bytes"),
+                (100_003, 3, "misaligned by 12 bytes, a tail"),
+                (2 ** 20 + 13, 1, "a body of more float4 than the 1024 x 256 threads of the grid: it needs the "
+                                  "grid-stride loop"),
+                (3_000_001, 1, "large")]
     else:
         spec = [(int(rng.integers(1, 9)), int(rng.integers(0, 4)), "tiny"),
                 (int(rng.integers(9, 200)), int(rng.integers(1, 4)), "short, misaligned"),
                 (random_prime(rng, 10_000, 900_000), int(rng.integers(1, 4)), "a prime, misaligned"),
-                (int(rng.integers(1000, 100_000)) * 4, 0, "aligned, a multiple of 4")]
+                (int(rng.integers(1000, 100_000)) * 4, 0, "aligned, a multiple of 4"),
+                (int(rng.integers(1_050_000, 1_400_000)), int(rng.integers(0, 4)),
+                 "more float4 than threads in the grid")]
     return [_vec4_case(rng, n, off, why, vis) for n, off, why in spec]
 
 
@@ -63,7 +69,7 @@ SCALE_VEC4 = Exercise(
                  "always have the same alignment: their addresses leave the same remainder modulo 16."),
     make_cases=_vec4_cases, launch=_vec4_launch, reference=_vec4_reference,
     perf=PerfSpec(case=_vec4_perf_case, metric="GB/s", work=lambda c: 8 * c.scalars["n"], baseline="copy",
-                  target=0.8, describe="8 bytes per element (read x, write y)",
+                  target=0.7, describe="8 bytes per element (read x, write y)",
                   roofline=lambda c: (c.scalars["n"], 8 * c.scalars["n"])),
 )
 

@@ -27,6 +27,7 @@ def _gemm_reference(case: Case) -> dict:
 
 PUBLIC_SHAPES = [(1, 1, 1, "1 x 1 x 1"), (1, 1000, 3, "a single row of C"), (1000, 1, 7, "a single column of C"),
                  (64, 64, 64, "whole tiles"), (17, 19, 23, "smaller than a tile, all prime"),
+                 (33, 31, 17, "one past and one short of 32, K one past 16"),
                  (100, 129, 257, "ragged in M, N and K"), (255, 257, 256, "one off the tile"),
                  (300, 200, 500, "not square"), (1000, 999, 1001, "large")]
 

@@ -28,15 +28,19 @@ def _axpby_case(rng, n: int, why: str, vis: str, large: bool = False) -> Case:
 
 def _axpby_cases(rng, vis: str) -> list[Case]:
     if vis == "public":
-        spec = [(1, "a single element"), (255, "one block, not full"), (256, "exactly one block"),
-                (1_000, "more elements than threads: the loop must stride"), (4_099, "a prime"),
+        spec = [(1, "a single element"), (33, "one warp and one element"), (255, "one block, not full"),
+                (256, "exactly one block"), (1_000, "more elements than threads: the loop must stride"),
+                (1_025, "one element past a block's four per thread: a second block"), (4_099, "a prime"),
                 (65_537, "a prime, many blocks"), (300_007, "a prime, four elements per thread"),
+                (2 ** 20 + 1, "2^20 + 1: the grid stops at 1024 blocks, so a thread needs more than four elements"),
                 (2_000_003, "large")]
     else:
         spec = [(random_prime(rng, 2, 300), "a small prime"),
                 (off_multiple(rng, 1_000, 60_000, 256), "not a multiple of the block"),
                 (near_multiple(rng, 4_096, 400_000, 1_024), "one off a multiple of 4 x 256"),
                 (random_prime(rng, 100_000, 900_000), "a large prime"),
+                (int(rng.integers(2 ** 20 + 1, 1_400_000)), "past the 1024-block cap: more than four elements "
+                                                            "per thread"),
                 (int(rng.integers(3_000_000, 5_000_000)), "the 1024-block cap: many elements per thread")]
     return [_axpby_case(rng, n, why, vis, large=n > 1_500_000) for n, why in spec]
 
@@ -89,7 +93,8 @@ def _scale_case(rng, rows: int, cols: int, why: str, vis: str) -> Case:
 def _scale_cases(rng, vis: str) -> list[Case]:
     if vis == "public":
         shapes = [(1, 1, "one element"), (1, 1000, "a single row"), (1000, 1, "a single column"),
-                  (8, 32, "exactly one block"), (33, 65, "one past a block in both directions"),
+                  (8, 32, "exactly one block"), (9, 31, "one row past a block, one column short of it"),
+                  (33, 65, "one past a block in both directions"),
                   (257, 129, "not square: rows and columns must not be swapped"),
                   (1000, 777, "many blocks, ragged edges"), (2049, 2047, "large")]
     else:

@@ -87,8 +87,9 @@ def _diff_case(rng, n: int, why: str, vis: str) -> Case:
 
 def _diff_cases(rng, vis: str) -> list[Case]:
     if vis == "public":
-        spec = [(1, "one element: no differences at all"), (2, "one difference"), (256, "exactly one block"),
-                (257, "one past a block"), (1_000, "several blocks"), (65_537, "a prime"),
+        spec = [(1, "one element: no differences at all"), (2, "one difference"), (33, "one warp and one element"),
+                (256, "exactly one block"), (257, "one past a block"), (513, "one past two blocks"),
+                (1_000, "several blocks"), (65_537, "a prime"),
                 (1_000_003, "many blocks"), (4_000_037, "large")]
     else:
         spec = [(int(rng.integers(3, 40)), "a few elements"), (off_multiple(rng, 300, 20_000, 256), "ragged"),

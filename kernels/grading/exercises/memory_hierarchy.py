@@ -24,8 +24,10 @@ def _stencil_case(rng, n: int, why: str, vis: str) -> Case:
 def _stencil_cases(rng, vis: str) -> list[Case]:
     if vis == "public":
         spec = [(1, "one element: every neighbour is clamped to it"), (2, "two elements"),
+                (3, "as long as the radius: both halos clamped in every thread"),
                 (7, "shorter than the stencil"), (255, "one partial block"), (256, "exactly one block"),
-                (257, "a halo that reaches into the next block"), (10_007, "a prime"),
+                (257, "a halo that reaches into the next block"),
+                (513, "one element past two blocks: its left halo is in the block before"), (10_007, "a prime"),
                 (1_000_003, "many blocks"), (4_000_037, "large")]
     else:
         spec = [(int(rng.integers(3, 6)), "shorter than the stencil"),

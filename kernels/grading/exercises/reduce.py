@@ -23,6 +23,8 @@ def _argmax_values(rng, n: int, kind: str) -> np.ndarray:
         return integers(rng, n, -2, 2).astype(np.float32)
     if kind == "negative":
         return uniform(rng, n, -1e6, -1)
+    if kind == "very negative":  # below the finite stand-ins for minus infinity kernels use (-1e30f, -1e38f)
+        return uniform(rng, n, -3.4e38, -1e38)
     if kind == "-inf":
         return np.full(n, -np.inf, dtype=np.float32)
     if kind == "max at the end":
@@ -42,13 +44,18 @@ def _argmax_case(rng, n: int, kind: str, why: str, vis: str) -> Case:
 def _argmax_cases(rng, vis: str) -> list[Case]:
     if vis == "public":
         spec = [(1, "spread", "one element"), (5, "-inf", "every element is -infinity: the answer is index 0"),
+                (33, "very negative", "every element below -1e38: a finite stand-in for -infinity is no identity"),
                 (300, "negative", "all negative: 0 is not the identity"),
-                (1_000, "ties", "ties: the smallest index wins"), (4_099, "max at the end", "the last element"),
+                (1_000, "ties", "ties: the smallest index wins"),
+                (1_025, "-inf", "every element is -infinity, two blocks: still index 0"),
+                (4_099, "max at the end", "the last element"),
                 (100_003, "ties", "ties across blocks"), (1_000_003, "spread", "many elements per thread"),
                 (5_000_011, "ties", "large")]
     else:
         spec = [(int(rng.integers(2, 64)), "ties", "few, with ties"),
                 (off_multiple(rng, 2_000, 60_000, 1024), "negative", "negative, ragged"),
+                (int(rng.integers(2, 5_000)), "-inf", "every element is -infinity"),
+                (int(rng.integers(2, 3_000)), "very negative", "every element below -1e38"),
                 (random_prime(rng, 100_000, 900_000), "ties", "a prime, ties"),
                 (random_prime(rng, 1_000, 90_000), "max at the end", "the last element")]
     return [_argmax_case(rng, n, kind, why, vis) for n, kind, why in spec]
@@ -108,6 +115,8 @@ def _sum_values(rng, n: int, kind: str) -> np.ndarray:
         return integers(rng, n, -1000, 1000)
     if kind == "int32 max":
         return np.full(n, 2**31 - 1, dtype=np.int32)
+    if kind == "int32 min":
+        return np.full(n, -2**31, dtype=np.int32)
     return integers(rng, n, -2**31, 2**31 - 1)
 
 
@@ -119,13 +128,18 @@ def _sum_case(rng, n: int, kind: str, why: str, vis: str, large: bool | None = N
 def _sum_cases(rng, vis: str) -> list[Case]:
     if vis == "public":
         spec = [(1, "small", "one element"), (2, "int32 max", "a sum past 2^31 already"),
+                (33, "int32 min", "every value -2^31: a sum below -2^31"),
                 (1_000, "small", "small values"), (4_099, "full range", "values up to 2^31"),
                 (65_537, "int32 max", "a sum near 2^47"), (1_000_003, "full range", "many elements per thread"),
+                (2_100_003, "full range", "past 2^21: the grid stops at 1024 blocks, so a thread needs more than "
+                                          "eight elements"),
                 (16_777_259, "full range", "large")]
     else:
         spec = [(int(rng.integers(3, 300)), "full range", "a few large values"),
                 (off_multiple(rng, 5_000, 200_000, 2048), "int32 max", "ragged, every value 2^31 - 1"),
-                (random_prime(rng, 300_000, 2_000_000), "full range", "a prime")]
+                (off_multiple(rng, 100, 5_000, 4), "int32 min", "every value -2^31"),
+                (random_prime(rng, 300_000, 2_000_000), "full range", "a prime"),
+                (int(rng.integers(2_100_000, 2_900_000)), "full range", "past the 1024-block cap")]
     return [_sum_case(rng, n, kind, why, vis) for n, kind, why in spec]
 
 
@@ -175,8 +189,9 @@ def _dot_case(rng, n: int, why: str, vis: str) -> Case:
 
 def _dot_cases(rng, vis: str) -> list[Case]:
     if vis == "public":
-        spec = [(1, "one element"), (200, "less than a block"), (256, "exactly one block"),
-                (257, "one element into a second block"), (33_000, "past the 128-block grid"),
+        spec = [(1, "one element"), (33, "one warp and one element"), (200, "less than a block"),
+                (256, "exactly one block"), (257, "one element into a second block"),
+                (32_769, "one element past the 128 x 256 threads of the grid"), (33_000, "past the 128-block grid"),
                 (1_000_003, "many elements per thread"), (8_000_009, "large")]
     else:
         spec = [(int(rng.integers(2, 256)), "one block"), (off_multiple(rng, 300, 30_000, 256), "ragged"),

@@ -14,23 +14,37 @@ SCAN_BLOCK = 256
 # --------------------------------------------------------------------------------------------------
 
 
+SMALL, BIG = (-100, 100), (999_000, 1_001_000)
+HUGE = (2**24 + 1, 2**24 + 4096)  # magnitudes past 2^24: a float holds only the even ones exactly
+
+
+def _tile_values(rng, n: int, values: tuple[int, int]) -> np.ndarray:
+    if values == HUGE:
+        # alternating signs keep every prefix sum of a tile within about 2^24 + 2^20, far from the ends of an
+        # int, while each element on its own is already too large to pass through a float unchanged
+        signs = np.where((np.arange(n) + int(rng.integers(0, 2))) % 2 == 0, 1, -1)
+        return (signs * integers(rng, n, *values, dtype=np.int64)).astype(np.int32)
+    return integers(rng, n, *values)
+
+
 def _tile_case(rng, n: int, values: tuple[int, int], why: str, vis: str) -> Case:
     g = blocks(n, SCAN_BLOCK)
-    return Case(f"n = {n:,}, values {values[0]:,}..{values[1]:,}", vis, {"x": integers(rng, n, *values)},
+    label = f"values ±{values[0]:,}..{values[1]:,}" if values == HUGE else f"values {values[0]:,}..{values[1]:,}"
+    return Case(f"n = {n:,}, {label}", vis, {"x": _tile_values(rng, n, values)},
                 {"y": ((n,), np.int32), "block_sums": ((g,), np.int32)}, {"n": n}, why=why, large=n > 3_000_000)
-
-
-SMALL, BIG = (-100, 100), (999_000, 1_001_000)
 
 
 def _tile_cases(rng, vis: str) -> list[Case]:
     if vis == "public":
-        spec = [(1, SMALL, "one element"), (31, SMALL, "less than a warp"), (256, SMALL, "exactly one tile"),
-                (257, SMALL, "one element in a second tile"), (1_000, BIG, "sums past 2^24"),
+        spec = [(1, SMALL, "one element"), (31, SMALL, "less than a warp"),
+                (33, HUGE, "elements past 2^24, signs alternating: each value is exact only in an int"),
+                (256, SMALL, "exactly one tile"), (257, SMALL, "one element in a second tile"),
+                (513, HUGE, "elements past 2^24 in three tiles"), (1_000, BIG, "sums past 2^24"),
                 (100_003, BIG, "many tiles, sums past 2^24"), (4_000_037, BIG, "large")]
     else:
         spec = [(int(rng.integers(2, 256)), BIG, "one tile, large values"),
                 (off_multiple(rng, 300, 30_000, 256), SMALL, "ragged, small values"),
+                (int(rng.integers(2, 2_000)), HUGE, "elements past 2^24"),
                 (random_prime(rng, 30_000, 600_000), BIG, "a prime, large values")]
     return [_tile_case(rng, n, v, why, vis) for n, v, why in spec]
 
@@ -78,8 +92,11 @@ FULL = (-2**31, 2**31 - 1)
 def _rows_cases(rng, vis: str) -> list[Case]:
     if vis == "public":
         spec = [(1, 1, SMALL, "one element: the answer is 0"), (1, 1000, SMALL, "one long row"),
+                (4, 31, FULL, "rows shorter than a warp, wrapping sums"),
+                (3, 33, FULL, "one element past a warp, wrapping sums"),
                 (3, 255, SMALL, "rows shorter than the block"), (5, 256, SMALL, "rows of exactly one block"),
-                (7, 257, SMALL, "one element past the block"), (100, 1000, SMALL, "many rows"),
+                (7, 257, SMALL, "one element past the block"), (2, 512, SMALL, "rows of exactly two chunks"),
+                (2, 513, FULL, "one element past two chunks"), (100, 1000, SMALL, "many rows"),
                 (2, 100_003, FULL, "long rows, sums that wrap around 2^32"), (1000, 4097, SMALL, "large")]
     else:
         spec = [(int(rng.integers(1, 20)), off_multiple(rng, 2, 255, 32), FULL, "short rows, wrapping sums"),

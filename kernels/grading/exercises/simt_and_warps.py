@@ -21,6 +21,16 @@ def _argmax_values(rng, n: int, kind: str) -> np.ndarray:
         return integers(rng, n, -3, 3).astype(np.float32)
     if kind == "negative":
         return uniform(rng, n, -1000, -1)
+    if kind == "very negative":  # below the finite stand-ins for minus infinity kernels use (-1e30f, -1e38f)
+        return uniform(rng, n, -3.4e38, -1e38)
+    if kind == "-inf":
+        # minus infinity in many places, and two groups made of nothing else: the first one and the last
+        # (partial) one, where the lanes past n tie with the real elements and must lose the tie
+        x = integers(rng, n, -3, 3).astype(np.float32)
+        x[rng.random(n) < 0.5] = -np.inf
+        x[:32] = -np.inf
+        x[32 * ((n - 1) // 32):] = -np.inf
+        return x
     return uniform(rng, n, -1e4, 1e4)
 
 
@@ -35,11 +45,15 @@ def _argmax_cases(rng, vis: str) -> list[Case]:
     if vis == "public":
         spec = [(1, "spread", "one element, one lane"), (31, "negative", "all negative: 0 is not the identity"),
                 (32, "ties", "ties: the smallest index wins"), (33, "ties", "a warp with one element"),
+                (33, "-inf", "groups of minus infinity, the last one a single element: the padding must lose the tie"),
+                (65, "very negative", "every element below -1e38: padding with a finite stand-in for -infinity wins"),
                 (1_000, "spread", "many warps, the last one partial"), (100_003, "ties", "ties in every warp"),
                 (3_000_017, "spread", "large")]
     else:
         spec = [(int(rng.integers(2, 31)), "negative", "a partial warp of negatives"),
                 (off_multiple(rng, 100, 5_000, 32), "ties", "ties, ragged"),
+                (off_multiple(rng, 40, 3_000, 32), "-inf", "minus infinity, a last group of nothing else"),
+                (off_multiple(rng, 2, 200, 32), "very negative", "every element below -1e38, a partial last group"),
                 (random_prime(rng, 10_000, 400_000), "spread", "a prime"),
                 (off_multiple(rng, 1_000, 100_000, 128), "negative", "negatives, ragged")]
     return [_argmax_case(rng, n, kind, why, vis) for n, kind, why in spec]
@@ -74,23 +88,38 @@ WARP_ARGMAX = Exercise(
 # --------------------------------------------------------------------------------------------------
 
 
-def _compact_case(rng, n: int, threshold: float, why: str, vis: str) -> Case:
+def _compact_values(rng, n: int, kind: str) -> np.ndarray:
+    if kind == "ties":  # multiples of 1/4 in [-1, 1], zeros of both signs: many elements equal the threshold
+        k = integers(rng, n, -4, 4)
+        x = (k / 4).astype(np.float32)
+        x[(k == 0) & (rng.random(n) < 0.5)] = np.float32(-0.0)
+        return x
+    return uniform(rng, n, -1, 1)
+
+
+def _compact_case(rng, n: int, threshold: float, why: str, vis: str, kind: str = "spread") -> Case:
     g = _groups(n)
-    return Case(f"n = {n:,}, threshold {threshold:g}", vis, {"x": uniform(rng, n, -1, 1)},
+    label = ", ties" if kind == "ties" else ""
+    return Case(f"n = {n:,}, threshold {threshold:g}{label}", vis, {"x": _compact_values(rng, n, kind)},
                 {"out": ((32 * g,), np.float32), "counts": ((g,), np.int32)},
                 {"threshold": float(np.float32(threshold)), "n": n}, why=why, large=n > 2_000_000)
 
 
 def _compact_cases(rng, vis: str) -> list[Case]:
     if vis == "public":
-        spec = [(1, 0.0, "one element"), (31, 2.0, "nothing selected"), (33, -2.0, "everything selected"),
-                (100, 0.0, "about half"), (1_000, 0.9, "few selected"), (100_003, 0.25, "many warps"),
-                (2_500_001, -0.5, "large")]
+        spec = [(1, 0.0, "one element", "spread"), (31, 2.0, "nothing selected", "spread"),
+                (32, 0.25, "elements equal to the threshold are not greater: they stay out", "ties"),
+                (33, -2.0, "everything selected", "spread"),
+                (100, 0.0, "about half; zeros of both signs equal the threshold 0", "ties"),
+                (1_000, 0.9, "few selected", "spread"), (100_003, 0.25, "many warps", "spread"),
+                (2_500_001, -0.5, "large", "spread")]
     else:
-        spec = [(int(rng.integers(2, 31)), float(rng.uniform(-1, 1)), "a partial warp"),
-                (off_multiple(rng, 200, 9_000, 32), float(rng.uniform(-1, 1)), "ragged"),
-                (random_prime(rng, 20_000, 300_000), float(rng.uniform(-1, 1)), "a prime")]
-    return [_compact_case(rng, n, t, why, vis) for n, t, why in spec]
+        spec = [(int(rng.integers(2, 31)), float(rng.uniform(-1, 1)), "a partial warp", "spread"),
+                (off_multiple(rng, 200, 9_000, 32), float(rng.uniform(-1, 1)), "ragged", "spread"),
+                (off_multiple(rng, 40, 3_000, 32), float(rng.integers(-3, 4)) / 4, "elements equal to the threshold",
+                 "ties"),
+                (random_prime(rng, 20_000, 300_000), float(rng.uniform(-1, 1)), "a prime", "spread")]
+    return [_compact_case(rng, n, t, why, vis, kind) for n, t, why, kind in spec]
 
 
 def _compact_launch(ctx: LaunchContext) -> None:
@@ -137,7 +166,8 @@ def _squares_case(rng, n: int, why: str, vis: str) -> Case:
 
 def _squares_cases(rng, vis: str) -> list[Case]:
     if vis == "public":
-        spec = [(1, "one element"), (64, "less than a block"), (512, "exactly one block's slice"),
+        spec = [(1, "one element"), (33, "one warp and one element"), (64, "less than a block"),
+                (511, "one short of a block's slice"), (512, "exactly one block's slice"),
                 (513, "one element into a second block"), (10_000, "several blocks"),
                 (1_000_003, "many blocks"), (5_000_011, "large")]
     else:

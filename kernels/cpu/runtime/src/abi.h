@@ -64,6 +64,8 @@ typedef struct cudacpu_spec {
     double time_limit;                 /* seconds */
     cudacpu_status *status;            /* shared memory */
     struct cudacpu_trace *trace;       /* where to record memory accesses (traced builds), or null */
+    const void *sandbox;               /* a seccomp BPF program (struct sock_filter[]) that the child */
+    uint64_t sandbox_len;              /* installs before the grid runs (the grader's), or null */
 } cudacpu_spec;
 
 typedef struct cudacpu_object_info {

@@ -38,7 +38,11 @@
 #include <unistd.h>
 #if defined(__linux__)
 #include <link.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
 #endif
 
 #include "abi.h"
@@ -1039,7 +1043,31 @@ void install_handlers() {
     sigprocmask(SIG_UNBLOCK, &set, nullptr);
 }
 
-[[noreturn]] void child_main(const cudacpu_spec *s) {
+#if defined(__linux__)
+/* The grader's sandbox for the process that runs a student's kernel: close every descriptor the
+   kernel does not need (the grader's pipes among them), then install the seccomp program that the
+   grader built with libseccomp (kernels/grading/sandbox.py). From here on a system call that could
+   reach outside the kernel (files, processes, signals to others, the network) kills this process.
+   Returns false when the kernel refuses the program: the launch must then not run. */
+bool enter_sandbox(const cudacpu_spec *s, int keep_fd) {
+    int lo = 3, hi = keep_fd > lo ? keep_fd - 1 : -1;
+    if (hi >= lo && syscall(SYS_close_range, (unsigned)lo, (unsigned)hi, 0u) != 0)
+        for (int fd = lo; fd <= hi; ++fd) close(fd);
+    unsigned from = (unsigned)(keep_fd >= 3 ? keep_fd + 1 : 3);
+    if (syscall(SYS_close_range, from, ~0u, 0u) != 0) {
+        struct rlimit rl;
+        long top = getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < 65536 ? (long)rl.rlim_cur : 65536;
+        for (long fd = from; fd < top; ++fd) close((int)fd);
+    }
+    struct sock_fprog prog;
+    prog.len = (unsigned short)(s->sandbox_len / sizeof(struct sock_filter));
+    prog.filter = (struct sock_filter *)s->sandbox;
+    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) return false;
+    return prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) == 0;
+}
+#endif
+
+[[noreturn]] void child_main(const cudacpu_spec *s, int keep_fd) {
 #if defined(__linux__)
     prctl(PR_SET_PDEATHSIG, SIGKILL);
 #endif
@@ -1069,6 +1097,15 @@ void install_handlers() {
         if (it.it_value.tv_sec == 0 && it.it_value.tv_usec == 0) it.it_value.tv_usec = 1;
         setitimer(ITIMER_REAL, &it, nullptr);
     }
+#if defined(__linux__)
+    if (s->sandbox && s->sandbox_len) {
+        if (s->out_fd >= 0) g_out_fd = 1;  // its copy: the original is closed with the others
+        if (!enter_sandbox(s, keep_fd)) {
+            fault(CUDACPU_FAULT_INTERNAL, -1, "", 0, "the grader's sandbox could not be installed (seccomp "
+                  "refused, errno %d): the kernel was not run", errno);
+        }
+    }
+#endif
     const uint32_t bx = s->block[0], by = s->block[1], bz = s->block[2];
     const int n = (int)(bx * by * bz);
     for (int t = 0; t < n; ++t) {
@@ -1182,7 +1219,7 @@ EXPORT int cudacpu_launch_start(const cudacpu_spec *s, int *fd) {
     }
     if (pid == 0) {
         close(p[0]);
-        child_main(s);
+        child_main(s, p[1]);
     }
     close(p[1]);
     *fd = p[0];
