@@ -964,8 +964,9 @@ def lds128_return_cycles(words: Sequence[int | None]) -> int:
     """Clocks of the shared-memory return path that one warp-wide 16-byte read (LDS.128) occupies,
     in the model this course uses: the path returns 128 bytes, one register per lane, per clock,
     so four registers per lane take 4 clocks; when every lane reads the same address as lane l ^ 1,
-    or every lane the same as lane l ^ 2, the replies are packed and take 2 (NVIDIA's description
-    for compute capability 7.x; assumed for 8.x and 9.0). Bank conflicts come on top (conflict_ways)."""
+    or every lane the same as lane l ^ 2, the replies are packed and take 2 (an observed behaviour,
+    reported from microbenchmarks and profiler counts, not a documented rule; assumed for 8.x and 9.0).
+    Bank conflicts come on top (conflict_ways)."""
     if len(words) != 32:
         raise ValueError("one entry per lane of a warp (32)")
     for partner in (1, 2):

@@ -16,7 +16,7 @@ CHAPTERS = sorted(p for p in (ROOT / "book").glob("*.md") if p.with_suffix(".ipy
 
 # Speeds with these units are measurements; datasheet figures are written in TB/s or named below.
 MEASURED = re.compile(r"(?<![\w.])(\d[\d,]*(?:\.\d+)?)\s*(GB/s|TFLOP/s|GFLOP/s)")
-# Figures quoted from elsewhere, not measured by the book: datasheets, and the study notes' own
+# Figures quoted from elsewhere, not measured by the book: datasheets, and other sources'
 # laptop measurements (quoted as theirs). Tables (lines starting with "|") are quotations too.
 QUOTED = {("320", "GB/s"), ("300", "GB/s"), ("600", "GB/s"), ("900", "GB/s"), ("160", "GB/s"),
           ("256", "GB/s"), ("67", "TFLOP/s"), ("8.1", "TFLOP/s"), ("7.7", "TFLOP/s"),

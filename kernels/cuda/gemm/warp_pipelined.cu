@@ -11,8 +11,10 @@
 //      copy; about 30 % of the instructions in rung 7's loop are not FFMAs.
 //   2. the shared-memory return path: an LDS.128 returns four registers per lane, 4 clocks of the
 //      path, unless lanes 2i and 2i + 1 (or 4i + j and 4i + j + 2) read the same address, when
-//      the hardware packs it into 2. With 8 x 8 outputs per thread a warp needs 4 LDS.128 per k
-//      for 64 FFMAs: at 4 clocks each, four schedulers issuing FFMAs need 100 % of the path.
+//      the hardware packs it into 2 (an observed behaviour, reported for compute capability 7.x
+//      from profiler counts and microbenchmarks; NVIDIA's guides do not describe it). With 8 x 8
+//      outputs per thread a warp needs 4 LDS.128 per k for 64 FFMAs: at 4 clocks each, four
+//      schedulers issuing FFMAs need 100 % of the path.
 //
 // What this kernel changes (the tiles, the padded transposed A tile and the epilogue are rung 7's):
 //

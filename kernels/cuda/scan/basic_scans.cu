@@ -7,7 +7,7 @@
 //                      a power of two): an up-sweep that builds a tree of partial sums in place,
 //                      then a down-sweep that turns it into the exclusive scan; O(m) additions in
 //                      2 log2(m) steps. Each block also writes its tile's total to block_sums.
-//   _float_temp        the study notes' version: the down-sweep keeps the swapped value in a
+//   _float_temp        a widely copied version: the down-sweep keeps the swapped value in a
 //                      float, so int sums above 2^24 are rounded. Kept to show the bug.
 //   (plain)            the same with an int temporary: exact. Thread t owns elements 2t, 2t+1.
 //   _padded            thread t owns elements t and t + blockDim.x (coalesced loads), and the

@@ -50,7 +50,9 @@ template <typename T>
 __device__ __forceinline__ void publish(unsigned long long* status, int tile,
                                         unsigned long long flag, T value)
 {
-    __threadfence();   // whatever this thread wrote before becomes visible before the flag
+    __threadfence();   // whatever this thread wrote before becomes visible before the flag (a
+                       // reader of such data would also need a fence or an acquire load after
+                       // seeing the flag; the value itself travels in the same 64-bit word)
     *(volatile unsigned long long*)(status + tile) = (flag << 32) | to_bits(value);
 }
 

@@ -5,8 +5,9 @@
 #define FULL_MASK 0xffffffffu
 
 // y[i] = sum of x over the 32 consecutive elements of i's warp (elements past n count as 0).
-// Butterfly: after the step with xor distance d every lane holds the sum of its group of 2d lanes,
-// so after five steps every lane holds the whole warp's sum.
+// Butterfly, d = 16, 8, 4, 2, 1: after the step with xor distance d every lane holds the sum of
+// the 32 / d lanes that agree with it in the bits below d (lane % d): 2 lanes after d = 16, all 32
+// after d = 1, so after five steps every lane holds the whole warp's sum.
 extern "C" __global__ void warp_allreduce(const float* x, float* y, int n)
 {
     int i = blockIdx.x * blockDim.x + threadIdx.x;

@@ -9,7 +9,7 @@ from ..spec import Case, Exercise, Expected, KernelSpec, LaunchContext, PerfSpec
 from . import U32, blocks
 
 # --------------------------------------------------------------------------------------------------
-# Fix the bug: the study notes' transpose (float2 into a pitch-65 tile, no bounds checks)
+# Fix the bug: a commonly copied transpose (float2 into a pitch-65 tile, no bounds checks)
 # --------------------------------------------------------------------------------------------------
 
 T_ROWS, T_COLS = 32, 64
