@@ -27,14 +27,17 @@ book: $(STAMP) compiler
 	$(VENV)/bin/jupyter-book build . -W -n --keep-going
 
 # Debian packages the tests need: headless Chromium for the browser tests, clang for the CPU
-# backend's Clang run. Installed with apt-get when missing and running as root.
+# backend's Clang run, bubblewrap and libseccomp2 for the grader's sandbox. Installed with apt-get
+# when missing and running as root.
+SYSTEM_PACKAGES := chromium chromium-driver clang bubblewrap libseccomp2
 system-packages:
-	@if [ -x /usr/bin/chromium ] && [ -x /usr/bin/chromedriver ] && command -v clang++ >/dev/null; then :; \
+	@if [ -x /usr/bin/chromium ] && [ -x /usr/bin/chromedriver ] && command -v clang++ >/dev/null \
+		&& command -v bwrap >/dev/null && { ls /usr/lib/*/libseccomp.so.2 || ls /lib/*/libseccomp.so.2; } >/dev/null 2>&1; then :; \
 	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
-		echo "Installing chromium, chromium-driver and clang (Debian packages) for the tests"; \
-		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver clang >/dev/null; \
+		echo "Installing $(SYSTEM_PACKAGES) (Debian packages) for the tests"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(SYSTEM_PACKAGES) >/dev/null; \
 	else \
-		echo "Some tests need headless Chromium and clang: sudo apt-get install chromium chromium-driver clang"; \
+		echo "Some tests need these Debian packages: sudo apt-get install $(SYSTEM_PACKAGES)"; \
 		echo "(without them those tests are skipped locally and fail in CI)"; \
 	fi
 
@@ -49,9 +52,12 @@ compiler:
 	fi
 
 # The CPU backend's benchmark prints its table into the log first; its speed goals are not a test,
-# so a slow machine does not fail the run (the table says "over budget").
+# so a slow machine does not fail the run (the table says "over budget"). The student environment
+# (Colab's packages, in .venv-student, rebuilt only when tools/student-env-requirements.txt changes)
+# is built before pytest runs every notebook in it (tests/test_chapters_on_cpu.py).
 test: $(STAMP) system-packages book
 	-$(PY) benchmarks/bench_cpu_backend.py
+	$(PY) tools/student_env.py --prepare
 	$(PY) -m pytest -q
 
 # Exit code 5 means no test was collected (a -m or -k filter that matches none), which is not a failure.

@@ -18,6 +18,12 @@ from typing import Any, Sequence
 from .resources import ResourceReport, parse_ptxas_log
 
 
+#: What NVRTC takes from PyPI, as a cell that lacks it says (the package's ``[cpu]`` extra lists the
+#: same; a test checks it): the bindings, the compiler library, and the runtime's headers (cuda_fp16.h ...).
+NVRTC_REQUIREMENTS = ("cuda-bindings==12.9.*", "nvidia-cuda-nvrtc-cu12==12.9.*", "nvidia-cuda-runtime-cu12==12.9.*")
+NVRTC_INSTALL = "pip install " + " ".join(f'"{r}"' for r in NVRTC_REQUIREMENTS)
+
+
 class CudaCompileError(RuntimeError):
     """The CUDA C did not compile; the message is the compiler's log with ``file(line): error``."""
 
@@ -195,4 +201,4 @@ def _compile_cached(code: str, arch: str, options: tuple[str, ...],
 
 
 __all__ = ["compile_cuda", "CompileResult", "CudaCompileError", "nvrtc_available", "supported_archs",
-           "nvrtc_version", "cuda_include_dirs", "build_options"]
+           "nvrtc_version", "cuda_include_dirs", "build_options", "NVRTC_REQUIREMENTS", "NVRTC_INSTALL"]

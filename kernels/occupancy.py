@@ -143,14 +143,18 @@ def _round_up(x: int, unit: int) -> int:
     return -(-x // unit) * unit
 
 
-def occupancy(threads_per_block: int, regs_per_thread: int, shared_per_block: int = 0,
+def occupancy(threads_per_block: int, regs_per_thread: int | None, shared_per_block: int | None = 0,
               limits: GpuLimits | str | None = None) -> Occupancy:
     """Resident blocks per SM for a kernel, computed like ``cudaOccupancyMaxActiveBlocksPerMultiprocessor``.
 
     ``shared_per_block`` is static plus dynamic shared memory in bytes. ``limits`` is a GpuLimits, a
     compute capability string, or None for the current GPU (compute capability 9.0 without one).
+    None for the registers or the shared memory means unknown (a ``resource_report`` made without a
+    compiler): the result leaves that resource out, so it is an upper bound, and its limiter says so.
     """
     lim = _resolve(limits)
+    if regs_per_thread is None or shared_per_block is None:
+        return _upper_bound(threads_per_block, regs_per_thread, shared_per_block, lim)
     threads, regs, smem = int(threads_per_block), int(regs_per_thread), int(shared_per_block)
 
     def invalid(limiter: str, why: str) -> Occupancy:
@@ -199,6 +203,19 @@ def occupancy(threads_per_block: int, regs_per_thread: int, shared_per_block: in
     fraction = warps / lim.max_warps_per_sm
     explanation = _explain(limiter, blocks, warps_per_block, regs_per_warp, smem_alloc, lim)
     return Occupancy(blocks, warps, fraction, limiter, explanation, block_limits, regs_block, smem_alloc)
+
+
+def _upper_bound(threads: int, regs: int | None, smem: int | None, lim: GpuLimits) -> Occupancy:
+    """The occupancy with the unknown resources left out: what the known ones allow at most."""
+    unknown = " and ".join(name for name, value in (("registers", regs), ("shared memory", smem)) if value is None)
+    occ = occupancy(threads, regs or 0, smem or 0, lim)
+    if not occ.valid:
+        return occ
+    known = {name: n for name, n in occ.block_limits.items() if name not in ("registers", "shared memory")
+             or (name == "registers" and regs is not None) or (name == "shared memory" and smem is not None)}
+    return replace(occ, limiter=f"{occ.limiter} (an upper bound: {unknown} unknown)", block_limits=known,
+                   explanation=f"{occ.explanation}; the {unknown} per block are unknown, so this is at most "
+                               "what the SM holds")
 
 
 def _resolve(limits: GpuLimits | str | None) -> GpuLimits:

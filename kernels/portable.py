@@ -8,13 +8,17 @@ failing.
 """
 from __future__ import annotations
 
-from typing import TypeVar
+import sys
+from typing import Any, TypeVar
 
 from .backend import backend_name
 
 T = TypeVar("T")
 
 SKIPPED = "This cell measures the GPU; on the CPU backend it is skipped: {what}."
+#: What a cell prints when it needs a package this Python lacks (a compiler, a library) and goes on
+#: without it: what it needs, how to get it, and what the reader sees instead.
+NEEDS = "This cell needs {what}, which is not installed here ({how}); {instead}."
 
 
 def on_gpu() -> bool:
@@ -43,3 +47,39 @@ def gpu_only(what: str) -> bool:
         return True
     print(SKIPPED.format(what=what.rstrip(".")))
     return False
+
+
+class _OncePerCell:
+    """Prints each distinct line once per notebook cell (once per process outside IPython).
+
+    A cell that calls a helper in a loop (four resource reports, say) says what it lacks once, next
+    to its output, and says it again when it runs again.
+    """
+
+    def __init__(self) -> None:
+        self.said: set[str] = set()
+        self.hooked_shell: Any = None
+
+    def _reset(self, *_: Any) -> None:
+        self.said.clear()
+
+    def __call__(self, line: str) -> None:
+        from .timing import _ipython
+
+        shell = _ipython()
+        if shell is not None and shell is not self.hooked_shell:
+            shell.events.register("pre_run_cell", self._reset)
+            self.hooked_shell = shell
+        if line in self.said:
+            return
+        self.said.add(line)
+        print(line, file=sys.stdout, flush=True)
+
+
+say_once_per_cell = _OncePerCell()
+
+
+def missing(what: str, how: str, instead: str) -> None:
+    """Say in one line (once per cell) that the cell goes on without ``what``: how to install it and
+    what the reader sees instead. The caller then returns something the next cells can use."""
+    say_once_per_cell(NEEDS.format(what=what, how=how, instead=instead.rstrip(".")))

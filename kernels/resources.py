@@ -2,7 +2,8 @@
 
 Occupancy and spilling explain many of the course's speed differences, and ptxas prints exactly these
 numbers when asked (``-v``). ``resource_report`` compiles with NVRTC, which needs no GPU; on a machine
-with a GPU but without the NVRTC bindings it falls back to the attributes CuPy reads from the driver.
+with a GPU but without the NVRTC bindings it falls back to the attributes CuPy reads from the driver,
+and with neither it says so in one line and returns a report whose numbers are unknown (None).
 """
 from __future__ import annotations
 
@@ -144,13 +145,20 @@ def resource_report(code_or_path: str, name: str, arch: str | None = None, optio
 
     ``code_or_path`` is CUDA C, or a ``chapter/kernel.cu`` path under ``kernels/cuda/``.
     """
-    return _report(code_or_path, name, arch, tuple(options), name_expression)
+    report = _report(code_or_path, name, arch, tuple(options), name_expression)
+    if report.origin == NO_COMPILER:  # said in every cell that asks, also when the report is cached
+        from .nvrtc import NVRTC_INSTALL
+        from .portable import missing
+
+        missing("NVRTC (for ptxas's report of registers, shared memory and spills)", NVRTC_INSTALL,
+                "the numbers show as unknown, and the course website shows them from its GPU run")
+    return report
 
 
 @functools.lru_cache(maxsize=256)
 def _report(code_or_path: str, name: str, arch: str | None, options: tuple[str, ...],
             name_expression: str | None) -> ResourceReport:
-    from .backend import NoGPUError, gpu_available, no_gpu_message
+    from .backend import gpu_available
     from .nvrtc import compile_cuda, nvrtc_available
     from .signature import _find_kernel, template_kernels
     from .sources import source
@@ -174,8 +182,18 @@ def _report(code_or_path: str, name: str, arch: str | None, options: tuple[str, 
         # Some NVRTC versions print no ptxas report for a program; the driver still knows.
     if gpu_available():
         return _from_cupy(code_or_path, name, options, expression, arch)
-    raise NoGPUError(no_gpu_message("resource_report (without the NVRTC bindings: pip install "
-                                    "cuda-bindings nvidia-cuda-nvrtc-cu12)"))
+    return _unknown(key, arch or default_arch())
+
+
+#: The ``origin`` of a report made with neither NVRTC nor a GPU: every number is unknown (None).
+NO_COMPILER = "no compiler report: NVRTC is not installed"
+
+
+def _unknown(kernel: str, arch: str) -> ResourceReport:
+    """No NVRTC and no GPU (a plain Jupyter without the ``[cpu]`` extra): a report whose numbers are
+    all unknown, which prints as such and which the occupancy calculator and the sweeps accept
+    (``resource_report`` says in one line what is missing)."""
+    return ResourceReport(kernel=kernel, arch=arch, origin=NO_COMPILER)
 
 
 def _from_cupy(code_or_path: str, name: str, options: tuple[str, ...], expression: str | None,

@@ -37,6 +37,20 @@ def test_full_occupancy_limited_by_warps():
     assert occ.registers_per_block == 8192 and occ.shared_per_block == KB  # the reserve alone
 
 
+def test_unknown_registers_or_shared_memory_give_an_upper_bound_that_says_so():
+    """A resource report made without a compiler has None for both; the chapters pass them on."""
+    occ = occupancy(512, None, None, H100)
+    assert (occ.blocks_per_sm, occ.percent) == (4, 100.0)  # only the warp slots count
+    assert occ.limiter == "warps (an upper bound: registers and shared memory unknown)"
+    assert "registers" not in occ.block_limits and "shared memory" not in occ.block_limits
+    assert "unknown" in occ.explanation
+    known_smem = occupancy(256, None, 100 * KB, H100)  # the shared memory it knows still limits
+    assert known_smem.blocks_per_sm == occupancy(256, 0, 100 * KB, H100).blocks_per_sm == 2
+    assert known_smem.limiter == "shared memory (an upper bound: registers unknown)"
+    assert occupancy(256, 64, None, H100).limiter.startswith("registers (an upper bound: shared memory unknown)")
+    assert not occupancy(2048, None, None, H100).valid  # what is known to be invalid stays invalid
+
+
 def test_registers_halve_occupancy():
     occ = occupancy(256, 64, 0, H100)
     assert (occ.blocks_per_sm, occ.warps_per_sm, occ.percent) == (4, 32, 50.0)

@@ -125,6 +125,26 @@ def test_the_note_is_printed_once_per_notebook_cell(cpu: None, monkeypatch: pyte
     assert len(shell.callbacks) == 1                 # hooked once
 
 
+def test_what_a_cell_lacks_is_said_once_per_cell(monkeypatch: pytest.MonkeyPatch) -> None:
+    from kernels import portable
+
+    shell = FakeShell()
+    monkeypatch.setattr(timing, "_ipython", lambda: shell)
+    monkeypatch.setattr(portable.say_once_per_cell, "hooked_shell", None)
+    monkeypatch.setattr(portable.say_once_per_cell, "said", set())
+
+    def cell() -> str:
+        return printed(lambda: [portable.missing("torch", "pip install torch", "the CuPy version is the yardstick.")
+                                for _ in range(3)])[1]
+
+    line = "This cell needs torch, which is not installed here (pip install torch); the CuPy version is the yardstick.\n"
+    assert cell() == line                            # one line for three calls
+    assert cell() == ""                              # the same cell again: already said
+    shell.next_cell()
+    assert cell() == line
+    assert len(shell.callbacks) == 1
+
+
 # --------------------------------------------------------------------------- ceilings and the device
 
 

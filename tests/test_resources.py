@@ -176,10 +176,32 @@ def test_falls_back_to_cupy_attributes_without_nvrtc(monkeypatch: pytest.MonkeyP
     assert "Spills are unknown" in r.note and "not sm_90" in r.note
 
 
-def test_without_nvrtc_or_gpu_says_what_to_install(monkeypatch: pytest.MonkeyPatch):
+def test_without_nvrtc_or_gpu_says_what_to_install_once_per_cell_and_reports_unknowns(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]):
+    """Colab's CPU runtime before the setup cell installs NVRTC, or a plain Jupyter without the [cpu]
+    extra: one line saying what is missing, and a report the next cells can use."""
+    from kernels import portable
+    from kernels.occupancy import occupancy
+
     monkeypatch.setattr(kernels.nvrtc, "nvrtc_available", lambda: False)
     monkeypatch.setattr(kernels.backend, "_probe", lambda: (False, "CuPy could not be imported"))
     monkeypatch.delenv("COURSE_BACKEND", raising=False)
-    with pytest.raises(kernels.backend.NoGPUError) as e:
-        resource_report(CODE, "cpp_kernel")
-    assert "cuda-bindings" in str(e.value) and "Change runtime type" in str(e.value)
+    monkeypatch.setattr(portable.say_once_per_cell, "said", set())
+    reports = [resource_report(CODE, "cpp_kernel"), resource_report(CODE, "templ", name_expression="templ<64>"),
+               resource_report(CODE, "cpp_kernel")]  # the last one from the cache
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 1, lines
+    assert lines[0].startswith("This cell needs NVRTC") and "unknown" in lines[0]
+    assert all(f'"{r}"' in lines[0] for r in kernels.nvrtc.NVRTC_REQUIREMENTS)  # what to pip install
+    first, templ, _ = reports
+    assert (first.kernel, first.arch, templ.kernel) == ("cpp_kernel", "sm_90", "templ<64>")
+    assert (first.registers, first.shared_bytes, first.spill_store_bytes, first.spills) == (None, None, None, None)
+    assert first.origin == resources.NO_COMPILER
+    assert "registers per thread: unknown" in str(first) and "unknown" in first._repr_html_()
+    occ = occupancy(256, first.registers, first.shared_bytes, "9.0")  # the chapters' next cells
+    assert occ.blocks_per_sm == 8 and "upper bound" in occ.limiter
+    portable.say_once_per_cell._reset()  # the next cell says it again, also for a cached report
+    resource_report(CODE, "cpp_kernel")
+    assert capsys.readouterr().out.count("This cell needs NVRTC") == 1
+    with pytest.raises(ValueError, match="template kernel"):  # wrong calls are still errors
+        resource_report(CODE, "templ")

@@ -9,12 +9,17 @@ and, on a GPU, what the hardware measures.
 """
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from . import verdicts as V
 from .registry import exercise as find_exercise
 from .report import Report
 from .session import evaluate
+
+
+#: Fixes the random cases of every check (CI runs the exercise notebooks and must repeat itself).
+SEED_ENV = "COURSE_CHECK_SEED"
 
 
 def check(exercise_id: str, kernel: str | None = None, prediction: dict[str, Any] | None = None, *,
@@ -41,6 +46,8 @@ def check(exercise_id: str, kernel: str | None = None, prediction: dict[str, Any
         raise exc.with_traceback(None) from None  # the student's call is wrong, not our internals
     import secrets
 
+    if seed is None and os.environ.get(SEED_ENV, "").strip().isdigit():
+        seed = int(os.environ[SEED_ENV])  # a test run that must repeat itself
     secret = seed if seed is not None else secrets.randbelow(2**31)
     visibilities = ("public", "random") if random_cases else ("public",)
     report = evaluate(ex, kernel=kernel, prediction=prediction, visibilities=visibilities, secret=secret, perf=perf)
