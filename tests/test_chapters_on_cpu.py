@@ -152,22 +152,12 @@ def test_only_the_chapters_that_read_ptxas_need_nvrtc(runs: dict) -> None:
 # --------------------------------------------------------------------------- the environment is the student's
 
 
-def _pins() -> dict[str, str]:
-    pins = {}
-    for line in student_env.REQUIREMENTS.read_text().splitlines():
-        line = line.split("#", 1)[0].strip()
-        if line:
-            name, _, version = line.partition("==")
-            assert version, f"{student_env.REQUIREMENTS.name}: {line!r} is not pinned with =="
-            pins[re.sub(r"[-_.]+", "-", name).lower()] = version
-    return pins
-
-
 def test_the_student_environment_has_colabs_versions_and_no_gpu_packages(student_python: Path) -> None:
     done = subprocess.run([str(student_python), "-m", "pip", "list", "--format=json", "--disable-pip-version-check"],
                           capture_output=True, text=True, check=True)
     installed = {re.sub(r"[-_.]+", "-", p["name"]).lower(): p["version"] for p in json.loads(done.stdout)}
-    wrong = {name: (version, installed.get(name)) for name, version in _pins().items() if installed.get(name) != version}
+    wrong = {name: (version, installed.get(name)) for name, version in student_env.pins().items()
+             if installed.get(name) != version}
     assert wrong == {}, f"pinned version, installed version: {wrong}"
     assert student_env.present_modules(student_python) == []  # no CuPy, no cuda-bindings, no torch
     assert installed.get("gpu-kernels-course") == "0.1.0"

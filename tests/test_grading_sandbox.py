@@ -139,6 +139,21 @@ def test_the_process_running_a_kernel_is_killed_by_its_first_forbidden_system_ca
     assert not Path("/tmp/course-grader-escaped-2").exists() and not Path("/tmp/course-grader-escaped-3").exists()
 
 
+def test_a_call_through_an_allowed_function_s_address_is_stopped_by_the_second_layer(tmp_path: Path) -> None:
+    """memcpy may be called, so the library check lets its address through; system() reached from it by
+    this machine's libc layout passes layer 1 and must be killed by the kernel process's filter."""
+    import ctypes
+
+    libc = ctypes.CDLL("libc.so.6")
+    offset = (ctypes.cast(libc.system, ctypes.c_void_p).value - ctypes.cast(libc.memcpy, ctypes.c_void_p).value)
+    call = ("typedef int (*runner)(const char*); volatile long long off = " + f"{offset}LL; "
+            "runner r = (runner)(void*)((char*)(void*)&memcpy + off); r(\"touch /tmp/course-grader-gadget\");")
+    report = _grade(tmp_path, "gadget", _kernel(call))
+    assert report.verdict == V.CRASH, str(report)
+    assert "stopped by the grader's sandbox" in report.cases[0].message
+    assert not Path("/tmp/course-grader-gadget").exists()
+
+
 def test_without_the_grader_a_kernel_that_calls_exit_is_named_not_blamed_on_memory() -> None:
     code = ("import os; os.environ['COURSE_BACKEND'] = 'cpu'\n"
             "import numpy as np, kernels\n"

@@ -109,20 +109,10 @@ def test_requirements_txt_and_the_dev_install_agree(metadata: email.message.Mess
     assert different == {}, f"pyproject.toml, requirements.txt: {different}"
 
 
-def _pins() -> dict[str, str]:
-    pins = {}
-    for line in student_env.REQUIREMENTS.read_text().splitlines():
-        line = line.split("#", 1)[0].strip()
-        if line:
-            name, _, version = line.partition("==")
-            pins[canonicalize_name(name)] = version
-    return pins
-
-
 def test_colabs_versions_satisfy_what_pip_install_declares(metadata: email.message.Message) -> None:
     """The student environment (Colab's versions) is a valid `pip install .` of the package, so
     running the notebooks there also tests a plain Jupyter that has these versions."""
-    pins = _pins()
+    pins = student_env.pins()
     for req in _requirements(metadata):
         version = pins.get(canonicalize_name(req.name))
         assert version, f"{req.name} is a dependency but {student_env.REQUIREMENTS.name} does not pin it"

@@ -211,6 +211,19 @@ def label(path: Path) -> str:
     return path.relative_to(ROOT).as_posix() if ROOT in path.parents else str(path)
 
 
+def pins(requirements: Path = REQUIREMENTS) -> dict[str, str]:
+    """The pin file as {normalised name: version}; ValueError for a line not pinned with ==."""
+    found = {}
+    for line in requirements.read_text().splitlines():
+        line = line.split("#", 1)[0].strip()
+        if line:
+            name, _, version = line.partition("==")
+            if not version:
+                raise ValueError(f"{requirements.name}: {line!r} is not pinned with ==")
+            found[re.sub(r"[-_.]+", "-", name).lower()] = version
+    return found
+
+
 def kernel_env(venv: Path) -> dict[str, str]:
     """The environment of a student's kernel: this one without the project's variables, the
     student environment's bin first on PATH (as an activated environment or Colab has it)."""

@@ -335,6 +335,7 @@ def judge(ex: Exercise, case: Case, outcome: RunOutcome, expected: dict[str, Any
     return verdict, message, comparisons
 
 
+NOT_RUN_MESSAGE = "not run: an earlier case crashed and took the GPU context with it"
 BARRIER_HINT = ("shared memory was read before any thread of the block stored to it (at {where}): a missing "
                 "__syncthreads() between the stores and the loads, or an index that reads an element no thread "
                 "writes?")
@@ -485,7 +486,7 @@ def run_cases(ex: Exercise, cases: list[Case], code: str, executor: Any, *, prob
     for case in cases:
         if not usable:
             result = CaseResult(case.name, case.visibility, V.NOT_RUN,
-                                "not run: an earlier case crashed and took the GPU context with it", case.why)
+                                getattr(executor, "not_run_message", NOT_RUN_MESSAGE), case.why)
         elif case.large and not executor.is_gpu:
             result = CaseResult(case.name, case.visibility, V.SKIPPED, V.message(V.SKIPPED), case.why)
         else:
@@ -493,8 +494,6 @@ def run_cases(ex: Exercise, cases: list[Case], code: str, executor: Any, *, prob
                 on_start(case)
             try:
                 result, usable = run_case(ex, case, executor, probes)
-            except StageError:
-                raise
             except Exception as exc:  # a bug in the exercise's own code: say so, never blame the student
                 result = CaseResult(case.name, case.visibility, V.ENVIRONMENT,
                                     f"the harness failed on this case: {_error_text(exc)}\n"

@@ -21,7 +21,7 @@ import numpy as np
 from . import sandbox
 from . import verdicts as V
 from . import wire
-from .harness import RunOutcome, host_buffers, run_cases
+from .harness import NOT_RUN_MESSAGE, RunOutcome, host_buffers, run_cases
 from .isolate import Limited, ProcessOutcome
 from .judged import buffers_header, case_header
 from .perf import PerfResult, not_measured
@@ -189,11 +189,10 @@ class JudgedProcess:
         except OSError:
             pass
         outcome = self.limited.finish(wait=10.0)
-        for f in (self.requests,):
-            try:
-                f.close()
-            except OSError:
-                pass
+        try:
+            self.requests.close()
+        except OSError:
+            pass
         os.close(self._ans_r)
         return outcome
 
@@ -213,7 +212,7 @@ class RemoteExecutor:
 
     def __init__(self, ex: Exercise, process: JudgedProcess, is_gpu: bool):
         self.ex, self.process, self.is_gpu = ex, process, is_gpu
-        self.not_run_message = "not run: an earlier case crashed and took the GPU context with it"
+        self.not_run_message = NOT_RUN_MESSAGE
 
     def run(self, case: Case, fill: str = "poison", trace: int = 0) -> RunOutcome:
         buffers = host_buffers(case, fill)

@@ -182,11 +182,11 @@ def _process_filter():
     return flt
 
 
-def install_process_filter(gpu: bool = False) -> None:
+def install_process_filter() -> None:
     """Install the judged process's filter (irreversible; inherited by every child it forks).
 
-    On a GPU the CUDA driver keeps its device files open from the setup on, so opening for writing
-    is refused there too; what it needs was opened before this call.
+    Opening for writing is refused on a GPU too: the CUDA driver's device files were opened during
+    the setup, before this call.
     """
     _process_filter().load()
 
