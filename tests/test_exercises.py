@@ -298,3 +298,13 @@ def test_every_chapter_lists_each_of_its_exercises_with_a_colab_link():
                 url = extool.colab_url(f"exercises/{chapter}/{ex.name}.ipynb")
                 assert f"[open in Colab]({url})" in listing, (chapter, ex.name)
         assert listing.count("\n") + 1 == sum(ex.chapter == chapter for ex in EXERCISES.values())
+
+
+def test_the_online_softmax_butterfly_rounds_its_products_separately():
+    """Lanes l and l ^ off merge the same two states in opposite order; with a fused multiply-add the
+    two orders can round differently and lanes of one row end one ulp apart."""
+    solution = extool.solution("softmax/online_softmax_fix")
+    butterfly = solution[solution.index("__shfl_xor_sync"):]
+    butterfly = butterfly[:butterfly.index("m = m_new;")]
+    merge = [line for line in butterfly.splitlines() if line.strip().startswith("d =")]
+    assert merge and all("__fmul_rn" in line and "__fadd_rn" in line for line in merge), merge

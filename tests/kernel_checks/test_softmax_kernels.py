@@ -278,3 +278,45 @@ def test_flash_attention_matches_naive_attention(k, n):
         sm.FlashAttention()(q, kk, v, o, causal)
         naive = sm.naive_attention(q, kk, v, causal)
         assert float(cp.abs(o - naive).max() / cp.abs(naive).max()) < 1e-4
+
+
+TWICE_WELFORD = r'''
+#include "softmax/layernorm.cu"
+// Two block reductions in one kernel, as a fused kernel would call them: the second call's
+// per_warp writes must not reach the first call's reads.
+extern "C" __global__ void two_welfords(const float* a, const float* b, float* out, int n)
+{
+    Welford wa = {0.0f, 0.0f, 0.0f}, wb = {0.0f, 0.0f, 0.0f};
+    for (int j = threadIdx.x; j < n; j += blockDim.x) { welford_add(wa, a[j]); welford_add(wb, b[j]); }
+    wa = block_welford(wa);
+    wb = block_welford(wb);
+    if (threadIdx.x == 0) { out[0] = wa.mean; out[1] = wb.mean; }
+    if (threadIdx.x == blockDim.x - 1) { out[2] = wa.mean; out[3] = wb.mean; }
+}
+'''
+
+
+@pytest.mark.parametrize("threads", [64, 256, 1024])
+def test_block_welford_can_be_called_twice_in_one_kernel(k, threads):
+    """block_welford reuses its shared scratch: it must end with a barrier, or a second call in the
+    same kernel overwrites per-warp states that slower warps of the first call still read."""
+    cp = k.xp
+    n = 4 * threads
+    rng = np.random.default_rng(threads)
+    a = cp.asarray(rng.uniform(-1, 1, n).astype(np.float32))
+    b = cp.asarray(rng.uniform(100, 101, n).astype(np.float32))   # means far apart: a mix-up shows
+    out = cp.full(4, np.nan, dtype=cp.float32)
+    kernel = k.load_kernel(TWICE_WELFORD, "two_welfords")
+    kernel((1,), (threads,), (a, b, out, np.int32(n)))
+    got = cp.asnumpy(out)
+    if k.on_cpu:  # the CPU backend's threads switch at barriers and shuffles: the race detector sees it
+        from kernels.traffic.probe import traced_findings
+
+        races, _ = traced_findings(lambda: kernel((1,), (threads,), (a, b, cp.empty_like(out), np.int32(n))))
+        assert not races, races
+    for column, x in ((0, a), (1, b)):
+        x64 = cp.asnumpy(x).astype(np.float64)
+        # each of the n Welford/Chan steps moves the float32 mean by at most a few roundings of
+        # max|x|: n * 2u * max|x| bounds the error; a mix-up of the two means is off by about 100
+        bound = n * 2 * 2.0**-24 * np.abs(x64).max()
+        assert np.all(np.abs(got[[column, column + 2]] - x64.mean()) <= bound), (got, x64.mean(), bound)

@@ -66,7 +66,9 @@ __device__ __forceinline__ Welford block_welford(Welford w)
     __syncthreads();
     Welford mine = {0.0f, 0.0f, 0.0f};
     if (lane < (int)(blockDim.x >> 5)) mine = per_warp[lane];
-    return warp_welford(mine);                   // every warp merges the same states in the same order
+    mine = warp_welford(mine);                   // every warp merges the same states in the same order
+    __syncthreads();                             // all reads of per_warp done before a next call writes it
+    return mine;
 }
 
 extern "C" __global__ void layernorm_welford(const float* __restrict__ x, const float* __restrict__ gamma,
