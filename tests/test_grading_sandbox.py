@@ -219,6 +219,26 @@ def test_namespaces_hide_the_homes_the_submissions_and_the_network(tmp_path: Pat
     assert int(done.stdout.split("pid")[-1]) < 10  # its own process ids: the grader is invisible
 
 
+def test_cupy_can_be_imported_in_the_namespaces(tmp_path: Path) -> None:
+    """CuPy creates its kernel-cache folder when it is imported (``CUPY_CACHE_DIR``, else
+    ``~/.cupy/kernel_cache``), even with the cache in memory; under a read-only root and a home of
+    /nonexistent that import failed, so the judged environment names a folder in the sandbox's /tmp."""
+    from kernels.grading import judge
+
+    problem = sandbox.namespace_problem()
+    if problem is not None:
+        if IN_CI:
+            pytest.fail(f"CI installs bubblewrap and allows namespaces: {problem}")
+        pytest.skip(str(problem))
+    env = judge.judged_environment(on_gpu=False)
+    like_cupy = ("import os; d = os.environ.get('CUPY_CACHE_DIR', os.path.expanduser('~/.cupy/kernel_cache')); "
+                 "os.makedirs(d, exist_ok=True); print('created', d)")
+    argv = sandbox.namespace_command([sys.executable, "-s", "-c", like_cupy], gpu=False, hide=[Path("/root")],
+                                     keep=[Path(sys.prefix), Path(sys.base_prefix)])
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=60, env=env)
+    assert done.returncode == 0 and done.stdout.startswith("created /tmp/"), done.stderr
+
+
 def test_strict_mode_refuses_to_grade_without_every_layer(monkeypatch: pytest.MonkeyPatch) -> None:
     from kernels.grading import judge
 

@@ -12,7 +12,10 @@ from __future__ import annotations
 import dataclasses
 import functools
 import os
+import shutil
 import sys
+import tempfile
+import weakref
 from pathlib import Path
 from typing import Any, Callable
 
@@ -37,6 +40,7 @@ PASSED_VARIABLES = ("PATH", "LD_LIBRARY_PATH", "CUDA_VISIBLE_DEVICES", "CUDA_PAT
                     "NVIDIA_VISIBLE_DEVICES", "NVIDIA_DRIVER_CAPABILITIES", "CUPY_ACCELERATORS",
                     "CUPY_NVRTC_SEARCH_PATH", "NUMBA_CUDA_DRIVER")
 SEED_VARIABLE = "COURSE_GRADING_SEED"
+JUDGED_SCRATCH = "/tmp/course-judged"  # inside the namespaces, /tmp is an empty file system of its own
 EMPTY_KERNEL = 'extern "C" __global__ void course_empty_kernel(int* x) { if (x) x[0] = 0; }\n'
 
 
@@ -137,6 +141,10 @@ def judged_environment(on_gpu: bool) -> dict[str, str]:
     env["HOME"] = "/nonexistent"
     env["CUDA_CACHE_DISABLE"] = "1"  # the driver's JIT cache would write files
     env["CUPY_CACHE_IN_MEMORY"] = "1"
+    # CuPy creates its cache folder when imported, even with the cache in memory: give it one where
+    # nothing is kept (replaced per process by JudgedProcess: the sandbox's own /tmp, or a fresh
+    # temporary folder removed afterwards)
+    env["CUPY_CACHE_DIR"] = JUDGED_SCRATCH
     from kernels.cpu import toolchain
 
     env["COURSE_CPU_CACHE"] = str(toolchain.cache_root())  # the libraries the judge inspected
@@ -161,6 +169,10 @@ class JudgedProcess:
             argv = sandbox.namespace_command(argv, gpu=on_gpu, hide=[*homes, *hide], keep=_outermost(keep),
                                              writable=[toolchain.cache_root()])
         env = {**judged_environment(on_gpu), **{k: v for k, v in options.env.items() if k != SEED_VARIABLE}}
+        if not plan.namespaces:  # the real /tmp: a folder of this process's own, removed when it is done
+            scratch = tempfile.mkdtemp(prefix="course-judged-")
+            weakref.finalize(self, shutil.rmtree, scratch, True)
+            env["CUPY_CACHE_DIR"] = scratch
         self.limited = Limited(argv, timeout=options.timeout, memory_mb=options.memory_mb, address_space=not on_gpu,
                                env=env, cwd="/", pass_fds=(req_r, ans_w))
         os.close(req_r)
