@@ -3,12 +3,15 @@
 The CPU backend compiles CUDA C with the system's C++ compiler and runs a grid on one core; numba's
 CUDA simulator (NUMBA_ENABLE_CUDASIM=1) interprets a Python twin of the kernel with one Python
 thread per CUDA thread. Both give CUDA's results without a GPU; this script measures what each
-costs. Kernels (CUDA C below, or from kernels/cuda/):
+costs. Kernels (the course's from kernels/cuda/, the two that only measure the backend from
+bench_cpu_backend.cu beside this script):
 
   tree reduction     2^20 floats, 256 threads per block, one element per thread, a shared-memory
-                     tree with __syncthreads() (the "Reduce" chapter's sequential addressing)
-  shuffle reduction  the same sum with __shfl_down_sync inside each warp and one __syncthreads()
+                     tree with __syncthreads() (reduce/tree.cu's reduce_sequential)
+  shuffle reduction  the same sum with two elements per thread, __shfl_down_sync inside each warp
+                     and one __syncthreads() (reduce/tree.cu's reduce_shuffle)
   tiled SGEMM        C = A B, 256 x 256 x 256, 16 x 16 tiles staged in shared memory
+                     (gemm/smem_tiled.cu's gemm_smem<16>)
   vector add         2^22 floats, no barriers (gpu_architecture/vector_add.cu)
   ... with a barrier the same with one __syncthreads(): a kernel without barriers should not pay
                      for them, so the first of the two rows must be far below the second
@@ -38,68 +41,8 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__)))) 
 
 import numpy as np  # noqa: E402
 
-SOURCE = r'''
-#define FULL_MASK 0xffffffffu
-
-extern "C" __global__ void tree_sum(const float* __restrict__ x, float* partial, int n)
-{
-    extern __shared__ float buf[];
-    unsigned int t = threadIdx.x;
-    unsigned int i = blockIdx.x * blockDim.x + t;
-    buf[t] = i < n ? x[i] : 0.0f;
-    __syncthreads();
-    for (unsigned int s = blockDim.x / 2; s > 0; s >>= 1) {
-        if (t < s) buf[t] += buf[t + s];
-        __syncthreads();
-    }
-    if (t == 0) partial[blockIdx.x] = buf[0];
-}
-
-extern "C" __global__ void shuffle_sum(const float* __restrict__ x, float* partial, int n)
-{
-    __shared__ float warp_totals[32];
-    unsigned int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-    unsigned int i = blockIdx.x * blockDim.x + threadIdx.x;
-    float v = i < n ? x[i] : 0.0f;
-    for (int d = 16; d > 0; d >>= 1) v += __shfl_down_sync(FULL_MASK, v, d);
-    if (lane == 0) warp_totals[warp] = v;
-    __syncthreads();
-    if (warp == 0) {
-        v = lane < blockDim.x / 32 ? warp_totals[lane] : 0.0f;
-        for (int d = 16; d > 0; d >>= 1) v += __shfl_down_sync(FULL_MASK, v, d);
-        if (lane == 0) partial[blockIdx.x] = v;
-    }
-}
-
-#define TILE 16
-extern "C" __global__ void sgemm_tiled(const float* A, const float* B, float* C, int M, int N, int K)
-{
-    __shared__ float As[TILE][TILE];
-    __shared__ float Bs[TILE][TILE];
-    int row = blockIdx.y * TILE + threadIdx.y, col = blockIdx.x * TILE + threadIdx.x;
-    float acc = 0.0f;
-    for (int k0 = 0; k0 < K; k0 += TILE) {
-        As[threadIdx.y][threadIdx.x] = row < M && k0 + threadIdx.x < K ? A[row * K + k0 + threadIdx.x] : 0.0f;
-        Bs[threadIdx.y][threadIdx.x] = k0 + threadIdx.y < K && col < N ? B[(k0 + threadIdx.y) * N + col] : 0.0f;
-        __syncthreads();
-        for (int k = 0; k < TILE; ++k) acc += As[threadIdx.y][k] * Bs[k][threadIdx.x];
-        __syncthreads();
-    }
-    if (row < M && col < N) C[row * N + col] = acc;
-}
-
-// vector_add (gpu_architecture/vector_add.cu) with one barrier that changes nothing: what a kernel
-// pays for a __syncthreads() that the CPU backend must honour by switching between threads.
-extern "C" __global__ void vector_add_with_barrier(const float* x, const float* y, float* out, int n)
-{
-    int i = blockIdx.x * blockDim.x + threadIdx.x;
-    float v = i < n ? x[i] + y[i] : 0.0f;
-    __syncthreads();
-    if (i < n) out[i] = v;
-}
-
-extern "C" __global__ void nothing() {}
-'''
+HERE = os.path.dirname(os.path.abspath(__file__))
+BENCH_SOURCE = os.path.join(HERE, "bench_cpu_backend.cu")  # the kernels only this benchmark runs
 
 NUMBA_TWINS = textwrap.dedent('''
     import sys, time
@@ -129,8 +72,10 @@ NUMBA_TWINS = textwrap.dedent('''
         totals = cuda.shared.array(32, float32)
         lane = cuda.threadIdx.x % 32
         warp = cuda.threadIdx.x // 32
-        i = cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x
+        i = cuda.blockIdx.x * (2 * cuda.blockDim.x) + cuda.threadIdx.x
         v = x[i] if i < n else float32(0.0)
+        if i + cuda.blockDim.x < n:
+            v += x[i + cuda.blockDim.x]
         d = 16
         while d > 0:
             v += cuda.shfl_down_sync(0xffffffff, v, d)
@@ -150,7 +95,8 @@ NUMBA_TWINS = textwrap.dedent('''
     name, n = sys.argv[1], int(sys.argv[2])
     kernel = {"tree": tree_sum, "shuffle": shuffle_sum}[name]
     x = np.random.default_rng(0).random(n, dtype=np.float32)
-    grid = (n + BLOCK - 1) // BLOCK
+    per_block = BLOCK if name == "tree" else 2 * BLOCK  # the shuffle kernel adds two elements while loading
+    grid = (n + per_block - 1) // per_block
     partial = np.zeros(grid, np.float32)
     start = time.perf_counter()
     kernel[grid, BLOCK](x, partial, n)
@@ -206,6 +152,7 @@ def main() -> int:
 
     from kernels.cpu import RawModule, xp
     from kernels.cpu.toolchain import compiler, supported_platform
+    from kernels.sources import include_options, resolve
 
     problem = supported_platform()
     if problem:
@@ -218,9 +165,11 @@ def main() -> int:
     n_add = 2**16 if quick else 2**22
 
     start = time.perf_counter()
-    module = RawModule(code=SOURCE, filename="bench_cpu_backend.cu")
-    vector_add = RawModule(code=open(os.path.join(os.path.dirname(__file__), "..", "kernels", "cuda",
-                                                  "gpu_architecture", "vector_add.cu")).read())
+    module = RawModule(path=BENCH_SOURCE)
+    tree = RawModule(path=str(resolve("reduce/tree.cu")))
+    gemm = RawModule(path=str(resolve("gemm/smem_tiled.cu")), options=include_options(),
+                     name_expressions=["gemm_smem<16>"])
+    vector_add = RawModule(path=str(resolve("gpu_architecture/vector_add.cu")))
     compile_s = time.perf_counter() - start
     rows = []
 
@@ -228,13 +177,14 @@ def main() -> int:
     host = rng.random(n_reduce, dtype=np.float32)
     x = xp.asarray(host)
     block = 256
-    grid = n_reduce // block
-    partial = xp.zeros(grid, np.float32)
-    for label, name in (("tree reduction", "tree_sum"), ("shuffle reduction", "shuffle_sum")):
-        kernel = module.get_function(name)
-        shared = 4 * block if name == "tree_sum" else 0
+    for label, name in (("tree reduction", "reduce_sequential"), ("shuffle reduction", "reduce_shuffle")):
+        kernel = tree.get_function(name)
+        one_per_thread = name == "reduce_sequential"  # reduce_shuffle adds two elements while loading
+        grid = n_reduce // (block if one_per_thread else 2 * block)
+        partial = xp.zeros(grid, np.float32)
+        shared = 4 * block if one_per_thread else 0
 
-        def run(kernel=kernel, shared=shared):
+        def run(kernel=kernel, grid=grid, partial=partial, shared=shared):
             kernel((grid,), (block,), (x, partial, n_reduce), shared_mem=shared)
         run()
         got = float(partial.get().astype(np.float64).sum())
@@ -243,17 +193,18 @@ def main() -> int:
         sim, note = None, "not run (--quick)"
         if not quick:
             small = 2**11
-            t, note = numba_time("tree" if name == "tree_sum" else "shuffle", small, timeout=600)
+            t, note = numba_time("tree" if one_per_thread else "shuffle", small, timeout=600)
             sim = None if t is None else t * n_reduce / small
         rows.append((label, f"2^{n_reduce.bit_length() - 1} floats, 256 thr/block", cpu_s, sim, 2.0, note))
 
     a = rng.random((size, size), dtype=np.float32)
     b = rng.random((size, size), dtype=np.float32)
     A, B, C = xp.asarray(a), xp.asarray(b), xp.zeros((size, size), np.float32)
-    sgemm = module.get_function("sgemm_tiled")
+    sgemm = gemm.get_function("gemm_smem<16>")
+    alpha, beta = np.float32(1.0), np.float32(0.0)  # C = A B
 
     def run_sgemm():
-        sgemm((size // 16, size // 16), (16, 16), (A, B, C, size, size, size))
+        sgemm((size // 16, size // 16), (16, 16), (A, B, C, size, size, size, alpha, beta))
     run_sgemm()
     np.testing.assert_allclose(C.get(), a.astype(np.float64) @ b, rtol=1e-4)
     rows.append(("tiled SGEMM", f"{size}x{size}x{size}, 16x16 tiles", best_of(run_sgemm, repeat), None, 5.0, ""))
@@ -277,7 +228,7 @@ def main() -> int:
     rows.append(("empty launch (overhead)", "1 thread, median", statistics.median(launches), None, None, ""))
 
     print(f"CPU backend benchmark on {cpu_description()}; compiler {compiler().version}")
-    print(f"compile time of the two modules (cached after the first run): {compile_s:.2f} s")
+    print(f"compile time of the four modules (cached after the first run): {compile_s:.2f} s")
     print("Wall-clock seconds, best of {} run(s); '~' = numba simulator at 2^11 elements, scaled linearly.".format(
         repeat))
     print("These are CPU timings: they say nothing about how fast the kernels run on a GPU.\n")

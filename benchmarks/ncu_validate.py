@@ -3,7 +3,7 @@
     python benchmarks/ncu_validate.py --out DIR            # on a machine with a CUDA GPU, ncu and CuPy
     python benchmarks/ncu_validate.py --out DIR --dry-run  # anywhere: the CPU side and the commands only
 
-For every kernel of the test set (kernels/traffic/testset.py) the script
+For every kernel of the test set (tests/tooling/traffic_testset.py) the script
 1. analyses the launch on the CPU backend (``kernels.analyze``);
 2. launches the same kernel with the same launch once on the GPU, in a child Python process run
    under ``ncu --clock-control none --metrics ... --csv`` (all kernels in one profiling session;
@@ -13,7 +13,7 @@ For every kernel of the test set (kernels/traffic/testset.py) the script
    racecheck`` and compares the hazards it reports with the races the analysis finds, under both
    rules for warp synchronisation (``__syncwarp()`` only, or any warp collective).
 
-It writes DIR/ncu_h100.json (the schema of kernels/traffic/ncu_h100.json, with "source": "ncu",
+It writes DIR/ncu_h100.json (the schema of tests/tooling/ncu_h100.json, with "source": "ncu",
 the GPU and the date: copy it there to make the tests compare with the measurement), and
 DIR/comparison.md and DIR/comparison.json (kernel, metric, ncu value, our value, match). It takes
 a minute or two; every kernel is handled on its own, so one failure is reported and the rest goes on.
@@ -38,9 +38,10 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tests"))  # the test set lives with the tests, not in the package
 
-from kernels.traffic import testset  # noqa: E402
 from kernels.traffic.report import NCU_METRICS  # noqa: E402
+from tooling import traffic_testset as testset  # noqa: E402
 
 EXTRA_METRICS = ("smsp__inst_executed_op_global_ld.sum", "smsp__inst_executed_op_global_st.sum")
 SEARCH = {"ncu": ("/usr/local/cuda/bin/ncu", "/opt/nvidia/nsight-compute/*/ncu", "/usr/local/cuda-*/bin/ncu"),

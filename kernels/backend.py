@@ -12,15 +12,13 @@ import functools
 import os
 from types import ModuleType
 
+from .errors import NoGPUError  # noqa: F401  (exported here too: kernels.NoGPUError)
+
 ENV_VAR = "COURSE_BACKEND"
 BACKENDS = ("cupy", "cpu")
 
 COLAB_HINT = "In Colab: Runtime > Change runtime type > T4 GPU, then run the notebook again from the top."
 LOCAL_HINT = "On your own machine: install CuPy for your CUDA version (e.g. pip install cupy-cuda12x)."
-
-
-class NoGPUError(RuntimeError):
-    """Raised when something needs a CUDA GPU and CuPy cannot reach one."""
 
 
 @functools.lru_cache(maxsize=1)
@@ -36,6 +34,10 @@ def _probe() -> tuple[bool, str]:
         return False, f"CuPy is installed but found no CUDA device ({exc})"
     if count < 1:
         return False, "CuPy is installed but found no CUDA device"
+    from .profile import active_profile, install_in_cupy
+
+    if active_profile() is not None:
+        install_in_cupy()  # COURSE_GPU_PROFILE: CuPy compiles for the profile's GPU from the first kernel on
     return True, ""
 
 
@@ -72,7 +74,7 @@ def array_module() -> ModuleType:
         import cupy
 
         return cupy
-    from .cpu import xp
+    from .cpu import xp  # here, not at the top: the CPU backend is Linux-only (fcntl) and loads only when used
 
     return xp
 

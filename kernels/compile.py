@@ -1,116 +1,31 @@
-"""Compile CUDA C with CuPy and launch it with checked arguments and a checked launch configuration.
+"""Compile CUDA C into a module of kernels and globals; launch its kernels with checked arguments.
 
 A wrong argument type or an impossible grid makes CUDA fail with a terse status code or, worse,
-compute garbage. ``load_kernel`` returns a ``Kernel`` whose call checks all of that first and says
-in one sentence what is wrong; compile errors come back as the compiler's ``file(line): error``.
-Without a GPU (or with COURSE_BACKEND=cpu) the same source is compiled for the CPU backend
-(``kernels.cpu``) and the same checks run before every launch.
+compute garbage. ``load_module`` compiles a source (once; later calls hit a cache) into a ``Module``
+shaped like CuPy's ``RawModule``: ``get_function(name)`` gives a ``Kernel`` whose call checks all of
+that first and says in one sentence what is wrong, and ``get_global(name)`` gives an array over a
+``__device__`` or ``__constant__`` variable. ``load_kernel`` is ``load_module(...).get_function(...)``.
+Compile errors come back as the compiler's ``file(line): error``. Without a GPU (or with
+COURSE_BACKEND=cpu) the same source is compiled for the CPU backend (``kernels.cpu``): one compile
+path, in which only ``_compile_cupy`` and ``_compile_cpu`` differ, and the same checks before every launch.
 """
 from __future__ import annotations
 
 import functools
 import re
-from dataclasses import dataclass
 from typing import Any, Sequence
 
 import numpy as np
 
 from .backend import backend_name, require_gpu
-from .nvrtc import CudaCompileError
-from .signature import (KernelArgumentError, KernelNotFoundError, Param, convert_args, parse_name_expression, parse_signature,
-                        template_kernels)
+from .declarations import global_kernels, module_globals
+from .errors import (CudaCompileError, GlobalNotFoundError, KernelArgumentError, KernelNotFoundError,
+                     LaunchConfigError, NoGPUError)
+from .launch import STATIC_SMEM_LIMIT, LaunchLimits, ceil_div, check_launch, is_int, launch_dims
+from .signature import Param, convert_args, parse_name_expression, parse_signature, template_kernels
+from .sources import include_options, name_expressions_in, source
 
 DEFAULT_OPTIONS = ("-std=c++17",)
-STATIC_SMEM_LIMIT = 48 * 1024  # dynamic shared memory above this needs an explicit opt-in
-
-
-class LaunchConfigError(ValueError):
-    """The grid, block or shared memory size cannot be launched; the message says why."""
-
-
-def ceil_div(a: int, b: int) -> int:
-    """Smallest integer >= a / b: the number of blocks of size ``b`` that cover ``a`` items."""
-    if b <= 0:
-        raise ValueError(f"ceil_div: the divisor must be positive, got {b}")
-    return -(-a // b)
-
-
-@dataclass(frozen=True)
-class LaunchLimits:
-    """What the device allows for one launch (CUDA's limits for all current GPUs by default)."""
-
-    max_threads_per_block: int = 1024
-    max_block: tuple[int, int, int] = (1024, 1024, 64)
-    max_grid: tuple[int, int, int] = (2**31 - 1, 65535, 65535)
-    max_shared_optin: int = 48 * 1024
-    name: str = "this GPU"
-
-
-def _is_int(v: Any) -> bool:
-    return isinstance(v, (int, np.integer)) and not isinstance(v, bool)
-
-
-def _dims(value: Any, what: str, kernel: str) -> tuple[int, int, int]:
-    if _is_int(value) or isinstance(value, (float, np.floating)):
-        value = (value,)  # a lone float is then reported per axis, with the ceil_div hint
-    if not isinstance(value, (tuple, list)) or not 1 <= len(value) <= 3:
-        raise LaunchConfigError(f"{kernel}: {what} must be an int or a tuple of 1 to 3 ints, got {value!r}")
-    dims = []
-    for axis, v in zip("xyz", value):
-        if not _is_int(v):
-            hint = ""
-            if isinstance(v, (float, np.floating)):
-                hint = " (use ceil_div(n, block) for a whole number of blocks)"
-            raise LaunchConfigError(
-                f"{kernel}: {what}.{axis} must be an int, got {type(v).__name__} {v!r}{hint}")
-        if v < 1:
-            raise LaunchConfigError(
-                f"{kernel}: {what}.{axis} is {v}; every {what} dimension must be at least 1")
-        dims.append(int(v))
-    return tuple(dims + [1] * (3 - len(dims)))  # type: ignore[return-value]
-
-
-def check_launch(grid: Any, block: Any, shared_mem: int, limits: LaunchLimits, *,
-                 kernel: str = "kernel", kernel_max_threads: int | None = None, static_shared: int = 0,
-                 max_dynamic_shared: int | None = None) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
-    """Normalise grid and block to 3-tuples, or raise LaunchConfigError saying what is wrong.
-
-    ``kernel_max_threads`` is the kernel's own limit (registers or ``__launch_bounds__``);
-    ``max_dynamic_shared`` is its current ``max_dynamic_shared_size_bytes`` attribute.
-    """
-    g = _dims(grid, "grid", kernel)
-    b = _dims(block, "block", kernel)
-    for axis, v, most in zip("xyz", g, limits.max_grid):
-        if v > most:
-            fix = "; put the large dimension in x" if axis != "x" else ""
-            raise LaunchConfigError(
-                f"{kernel}: grid.{axis} is {v} but at most {most} blocks are allowed along {axis}{fix}")
-    for axis, v, most in zip("xyz", b, limits.max_block):
-        if v > most:
-            raise LaunchConfigError(
-                f"{kernel}: block.{axis} is {v} but at most {most} threads are allowed along {axis}")
-    threads = b[0] * b[1] * b[2]
-    if threads > limits.max_threads_per_block:
-        raise LaunchConfigError(
-            f"{kernel}: a block of {b[0]}x{b[1]}x{b[2]} = {threads} threads exceeds the limit of "
-            f"{limits.max_threads_per_block} threads per block on {limits.name}")
-    if kernel_max_threads is not None and threads > kernel_max_threads:
-        raise LaunchConfigError(
-            f"{kernel}: a block of {threads} threads is more than this kernel can run ({kernel_max_threads}, "
-            f"limited by its registers per thread or __launch_bounds__); use a smaller block")
-    if not _is_int(shared_mem) or shared_mem < 0:
-        raise LaunchConfigError(f"{kernel}: shared_mem must be a number of bytes >= 0, got {shared_mem!r}")
-    if shared_mem + static_shared > limits.max_shared_optin:
-        raise LaunchConfigError(
-            f"{kernel}: {shared_mem} bytes of dynamic shared memory (+{static_shared} static) exceed the "
-            f"{limits.max_shared_optin} bytes one block can have on {limits.name}")
-    allowed = STATIC_SMEM_LIMIT - static_shared if max_dynamic_shared is None else max_dynamic_shared
-    if shared_mem > allowed:
-        raise LaunchConfigError(
-            f"{kernel}: {shared_mem} bytes of dynamic shared memory is more than the {allowed} this kernel "
-            f"allows now (48 KB per block unless you opt in); opt in first with "
-            f"kernel.max_dynamic_shared_memory = {int(shared_mem)}")
-    return g, b
 
 
 @functools.lru_cache(maxsize=16)
@@ -121,12 +36,14 @@ def device_limits(device_id: int) -> LaunchLimits:
     props = cupy.cuda.runtime.getDeviceProperties(device_id)
     name = props.get("name", b"this GPU")
     name = name.decode() if isinstance(name, bytes) else str(name)
-    return LaunchLimits(max_threads_per_block=int(props["maxThreadsPerBlock"]),
+    from .profile import apply_to_launch_limits  # a GPU profile (COURSE_GPU_PROFILE=t4) reports its own
+
+    return apply_to_launch_limits(LaunchLimits(max_threads_per_block=int(props["maxThreadsPerBlock"]),
                         max_block=tuple(int(v) for v in props["maxThreadsDim"]),  # type: ignore[arg-type]
                         max_grid=tuple(int(v) for v in props["maxGridSize"]),  # type: ignore[arg-type]
                         max_shared_optin=int(props.get("sharedMemPerBlockOptin")
                                              or props["sharedMemPerBlock"]),
-                        name=name)
+                        name=name))
 
 
 class Kernel:
@@ -174,6 +91,19 @@ class Kernel:
                 f"bytes that exceeds the {limits.max_shared_optin} bytes per block of {limits.name}")
         self.raw.max_dynamic_shared_size_bytes = int(nbytes)
 
+    def blocks_per_sm(self, block: Any, shared_mem: int = 0) -> int:
+        """Blocks of ``block`` threads (with ``shared_mem`` bytes of dynamic shared memory) that one SM
+        holds at once: CUDA's occupancy calculator, which counts registers, shared memory and threads.
+        GPU only: raises kernels.NoGPUError for a kernel of the CPU backend, which has no SMs."""
+        if self.backend == "cpu":
+            raise NoGPUError(f"{self.name}.blocks_per_sm asks CUDA's occupancy calculator, which needs a GPU; "
+                             f"this kernel runs on the CPU backend, which has no SMs")
+        import cupy
+
+        x, y, z = launch_dims(block, "block", self.name)
+        return int(cupy.cuda.driver.occupancyMaxActiveBlocksPerMultiprocessor(self.raw.kernel.ptr, x * y * z,
+                                                                            int(shared_mem)))
+
     def _fixed_attributes(self) -> tuple[int, int]:
         """(max threads per block, static shared bytes): fixed once compiled, so read once."""
         if self._fixed is None:
@@ -184,21 +114,11 @@ class Kernel:
     def __call__(self, grid: Any, block: Any, args: Any, *, shared_mem: int = 0, stream: Any = None,
                  time_limit: float | None = None) -> None:
         """Launch. ``time_limit`` (seconds) applies to the CPU backend only (kernels.cpu.set_time_limit)."""
-        if self.backend == "cpu":
-            self._call_cpu(grid, block, args, shared_mem, time_limit)
-            return
-        import cupy
-
-        limits = device_limits(cupy.cuda.Device().id)
-        max_threads, static = self._fixed_attributes()
-        dynamic_limit = None
-        if _is_int(shared_mem) and shared_mem + static > STATIC_SMEM_LIMIT:
-            dynamic_limit = self.max_dynamic_shared_memory  # a driver call, only when it matters
         try:
-            g, b = check_launch(grid, block, shared_mem, limits, kernel=self.name,
-                                kernel_max_threads=max_threads, static_shared=static,
-                                max_dynamic_shared=dynamic_limit)
-            converted = convert_args(self.params, args, kernel=self.name, array_types=(cupy.ndarray,))
+            if self.backend == "cpu":  # kernels.cpu.RawKernel runs check_launch and convert_args itself
+                self.raw(grid, block, args, shared_mem=shared_mem, time_limit=time_limit)
+                return
+            g, b, converted = self._checked_for_gpu(grid, block, args, shared_mem)
         except (LaunchConfigError, KernelArgumentError) as exc:
             raise exc.with_traceback(None) from None  # the student's call, not our internals
         if stream is None:
@@ -207,18 +127,253 @@ class Kernel:
             with stream:
                 self.raw(g, b, converted, shared_mem=int(shared_mem))
 
-    def _call_cpu(self, grid: Any, block: Any, args: Any, shared_mem: int, time_limit: float | None) -> None:
-        from .cpu.raw import CPU_LIMITS
+    def _checked_for_gpu(self, grid: Any, block: Any, args: Any,
+                         shared_mem: int) -> tuple[tuple[int, int, int], tuple[int, int, int], tuple[Any, ...]]:
+        """check_launch with this GPU's limits and this kernel's, then convert_args for CuPy arrays."""
+        import cupy
+
+        limits = device_limits(cupy.cuda.Device().id)
+        max_threads, static = self._fixed_attributes()
+        dynamic_limit = None
+        if is_int(shared_mem) and shared_mem + static > STATIC_SMEM_LIMIT:
+            dynamic_limit = self.max_dynamic_shared_memory  # a driver call, only when it matters
+        g, b = check_launch(grid, block, shared_mem, limits, kernel=self.name, kernel_max_threads=max_threads,
+                            static_shared=static, max_dynamic_shared=dynamic_limit)
+        return g, b, convert_args(self.params, args, kernel=self.name, array_types=(cupy.ndarray,))
+
+
+class Module:
+    """CUDA C compiled as one module, shaped like ``cupy.RawModule``: its kernels and its globals.
+
+    ``get_function(name)`` gives kernel ``name`` (a name expression such as ``"reduce<float, 256>"``
+    for a template) as a ``Kernel`` that checks its launches; ``get_global(name)`` gives an array over
+    the ``__device__`` or ``__constant__`` variable ``name``. ``raw`` is the backend's module: a
+    ``cupy.RawModule``, or a ``kernels.cpu.RawModule`` when ``backend`` is "cpu".
+    """
+
+    def __init__(self, code: str, filename: str, options: Sequence[str], raw: Any, kernel_names: Sequence[str],
+                 backend: str):
+        self.code = code
+        self.filename = filename
+        self.options = tuple(options)
+        self.raw = raw
+        self.kernel_names = tuple(kernel_names)  # what get_function finds: names and name expressions
+        self.backend = backend
+        self.globals = module_globals(code)  # what get_global finds by its declaration: name -> ModuleGlobal
+        self._kernels: dict[str, Kernel] = {}
+
+    def __repr__(self) -> str:
+        return (f"<Module {self.filename}: kernels {', '.join(self.kernel_names) or 'none'}; "
+                f"globals {', '.join(self.globals) or 'none'}>")
+
+    def get_function(self, name: str) -> Kernel:
+        """Kernel ``name`` of this module, with the course's argument and launch checks (one per name)."""
+        kernel = self._kernels.get(name)
+        if kernel is None:
+            kernel = self._kernels[name] = self._kernel(name)
+        return kernel
+
+    def _kernel(self, name: str) -> Kernel:
+        base = parse_name_expression(name)[0]
+        if name not in self.kernel_names:
+            hint = ""
+            if base in template_kernels(self.code):
+                hint = (f" ({base} is a template kernel: name its instantiation when loading, e.g. "
+                        f"load_module(..., name_expressions=['{base}<float>']))")
+            raise KernelNotFoundError(f"{self.filename}: no kernel {name!r} in this module{hint}; kernels: "
+                                      f"{', '.join(self.kernel_names) or 'none'}")
+        try:
+            params = parse_signature(self.code, name)
+        except KernelNotFoundError as exc:
+            raise KernelNotFoundError(f"{self.filename}: {exc}") from None
+        return Kernel(base, self.code, params, self.raw.get_function(name), name if name != base else None,
+                      backend=self.backend)
+
+    def get_global(self, name: str, dtype: Any = None, shape: Any = None) -> Any:
+        """An array over the ``__device__`` or ``__constant__`` variable ``name``, on the module's device.
+
+        Assign to it to fill the variable from the host (``table[...] = values``), read it with
+        ``.get()``. Its dtype and shape are the declaration's (a vector type such as ``float4`` adds a
+        last axis of its width); pass ``dtype`` and ``shape`` for a type or bound the source does not
+        spell out (a struct, a size from a header).
+        """
+        pointer = self._global_pointer(name)
+        if pointer is None:
+            raise GlobalNotFoundError(f"{self.filename}: no __device__ or __constant__ variable {name!r} in this "
+                                      f"module; globals: {', '.join(self.globals) or 'none'}")
+        dtype, shape = self._view(name, dtype, shape)
+        return self._array_module().ndarray(shape, dtype, memptr=pointer)
+
+    def _view(self, name: str, dtype: Any, shape: Any) -> tuple[np.dtype, tuple[int, ...]]:
+        """The dtype and shape to see global ``name`` as: the declaration's, or those asked for if they fit."""
+        declared = self.globals.get(name)
+        declared_dtype = declared.dtype if declared else None
+        if dtype is None and declared_dtype is None:
+            what = f"a {declared.ctype}" if declared else "declared where this source does not show it"
+            raise ValueError(f"{self.filename}: {name} is {what}; say how to view it, e.g. "
+                             f"get_global({name!r}, dtype=np.uint8, shape=(nbytes,))")
+        dtype = np.dtype(dtype if dtype is not None else declared_dtype)
+        declared_shape = declared.shape(self.code, self.options) if declared else None
+        declared_bytes = None
+        if declared_shape is not None and declared_dtype is not None:
+            declared_bytes = int(np.prod(declared_shape, dtype=np.int64)) * np.dtype(declared_dtype).itemsize
+        if shape is None:
+            if declared_shape is not None and dtype == declared_dtype:
+                shape = declared_shape
+            elif declared_bytes is not None and declared_bytes % dtype.itemsize == 0:
+                shape = (declared_bytes // dtype.itemsize,)  # the same bytes, seen as another type
+            else:
+                raise ValueError(f"{self.filename}: the size of {name} is not a number this source spells out; "
+                                 f"pass shape=, e.g. get_global({name!r}, shape=(256,))")
+        shape = (int(shape),) if is_int(shape) else tuple(int(d) for d in shape)
+        nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+        if declared_bytes is not None and nbytes > declared_bytes:  # on a GPU nothing else would catch it
+            raise ValueError(f"{self.filename}: {name} has {declared_bytes} bytes; an array of shape {shape} "
+                             f"and dtype {dtype} needs {nbytes}")
+        return dtype, shape
+
+    def _global_pointer(self, name: str) -> Any:
+        """The backend's pointer to global ``name`` (CuPy's MemoryPointer or the CPU backend's), or None."""
+        if self.backend == "cpu":
+            try:
+                return self.raw.get_global(name)
+            except GlobalNotFoundError:
+                return None
+        import cupy
 
         try:
-            # Static shared memory is not checked here: the CPU backend knows it per module, not per kernel.
-            g, b = check_launch(grid, block, shared_mem, CPU_LIMITS, kernel=self.name,
-                                kernel_max_threads=self.raw.max_threads_per_block,
-                                max_dynamic_shared=self.raw.max_dynamic_shared_size_bytes)
-            converted = convert_args(self.params, args, kernel=self.name, array_types=(np.ndarray,))
-        except (LaunchConfigError, KernelArgumentError) as exc:
-            raise exc.with_traceback(None) from None
-        self.raw.launch_converted(g, b, converted, int(shared_mem), time_limit)
+            return self.raw.get_global(name)
+        except cupy.cuda.driver.CUDADriverError:  # CUDA_ERROR_NOT_FOUND
+            return None
+
+    def _array_module(self) -> Any:
+        if self.backend == "cpu":
+            from .cpu import xp  # here, not at the top: the CPU backend is Linux-only (fcntl)
+
+            return xp
+        import cupy
+
+        return cupy
+
+
+def load_module(path_or_code: str, options: Sequence[str] = (), name_expressions: Sequence[str] = ()) -> Module:
+    """Compile CUDA C (once; later calls hit a cache) into a Module of kernels and globals.
+
+    ``path_or_code`` is CUDA C, or a path ending in ``.cu`` under ``kernels/cuda/``. The module has
+    every non-template kernel of the source; a template kernel's instantiations are those named in
+    ``name_expressions`` (e.g. ``["reduce<float, 256>"]``) and on the source's ``// name_expressions:`` lines.
+    """
+    for what, value in (("options", options), ("name_expressions", name_expressions)):
+        if isinstance(value, str):
+            raise TypeError(f"load_module: {what} is a list of strings, e.g. {what}=[{value!r}], not one string")
+    return _load_module(path_or_code, tuple(options), tuple(name_expressions), True, None, "load_module")
+
+
+def load_kernel(code_or_path: str, name: str, *, options: Sequence[str] = (),
+                name_expression: str | None = None) -> Kernel:
+    """Compile (once; later calls hit a cache) and return kernel ``name``: ``load_module(...).get_function(name)``.
+
+    ``code_or_path`` is CUDA C, or a path ending in ``.cu`` under ``kernels/cuda/``. Template kernels
+    need ``name_expression`` (e.g. ``"reduce<float, 256>"``), or pass that as ``name``.
+    """
+    return _load_kernel(code_or_path, name, tuple(options), name_expression, None)
+
+
+def _load_cpu(code: str, filename: str, name: str, options: tuple[str, ...],
+              name_expression: str | None) -> Kernel:
+    """load_kernel on the CPU backend whatever the current backend is (the grader's judged process).
+
+    ``filename`` names CUDA C given as ``code`` in compiler messages.
+    """
+    return _load_kernel(code, name, options, name_expression, "cpu", filename)
+
+
+def _load_kernel(code_or_path: str, name: str, options: tuple[str, ...], name_expression: str | None,
+                 backend: str | None, filename: str | None = None) -> Kernel:
+    backend = backend or backend_name()
+    what = f"load_kernel({name!r})"
+    if backend != "cpu":
+        require_gpu(what)
+    expression = name_expression or (name if "<" in name else None)
+    base = parse_name_expression(expression)[0] if expression else name
+    try:
+        code = _code_of(code_or_path)
+        if expression is None and base in template_kernels(code):
+            raise ValueError(f"{base} is a template kernel; choose its template arguments with name_expression, "
+                             f"e.g. load_kernel(..., {base!r}, name_expression='{base}<float>')")
+        # One module per file serves all its kernels: every kernel at namespace scope is in it anyway
+        # (a name the scan misses is asked for), and a template instantiation comes with the others
+        # the file lists on its ``// name_expressions:`` lines.
+        asked = (expression,) if expression else (() if base in global_kernels(code) else (base,))
+        module = _load_module(code_or_path, options, asked, bool(expression), backend, what, filename)
+        return module.get_function(expression or base)
+    except (FileNotFoundError, ValueError) as exc:
+        raise exc.with_traceback(None) from None  # one message, not a traceback through the package
+
+
+def _is_path(path_or_code: str) -> bool:
+    return path_or_code.endswith(".cu") and "\n" not in path_or_code
+
+
+def _code_of(path_or_code: str) -> str:
+    return source(path_or_code) if _is_path(path_or_code) else path_or_code  # by content: edits recompile
+
+
+def _load_module(path_or_code: str, options: tuple[str, ...], name_expressions: tuple[str, ...], with_listed: bool,
+                 backend: str | None, what: str, filename: str | None = None) -> Module:
+    """The one compile path: which backend, which source, which entries; then the cached compile."""
+    backend = backend or backend_name()
+    if backend != "cpu":
+        require_gpu(what)
+    try:
+        code = _code_of(path_or_code)
+        filename = path_or_code if _is_path(path_or_code) else (filename or "kernel.cu")
+        requested = tuple(dict.fromkeys(name_expressions))
+        listed = name_expressions_in(code) if with_listed else ()
+        together = (*listed, *(e for e in requested if e not in listed))  # one order: one cache entry
+        all_options = (*DEFAULT_OPTIONS, *include_options(), *options)
+        try:
+            return _load(code, filename, all_options, together, backend)
+        except CudaCompileError:
+            if together == requested:
+                raise
+            return _load(code, filename, all_options, requested, backend)  # a listed one this backend refuses
+    except (FileNotFoundError, ValueError, CudaCompileError) as exc:
+        raise exc.with_traceback(None) from None  # one message, not a traceback through the package
+
+
+@functools.lru_cache(maxsize=None)
+def _load(code: str, filename: str, options: tuple[str, ...], name_expressions: tuple[str, ...],
+          backend: str) -> Module:
+    """Compile once per source, options, entries and backend (kernels.profile clears this on a switch)."""
+    compile_step = _compile_cpu if backend == "cpu" else _compile_cupy
+    raw, kernel_names = compile_step(code, filename, options, name_expressions)
+    return Module(code, filename, options, raw, kernel_names, backend)
+
+
+def _compile_cupy(code: str, filename: str, options: tuple[str, ...],
+                  name_expressions: tuple[str, ...]) -> tuple[Any, tuple[str, ...]]:
+    """NVRTC through CuPy. Every kernel goes in as a name expression: that also finds C++ (not
+    extern "C") kernels under their mangled names. Compiled now, not at the first launch."""
+    import cupy
+    from cupy.cuda.compiler import CompileException
+
+    entries = tuple(dict.fromkeys([*name_expressions, *global_kernels(code)]))
+    raw = cupy.RawModule(code=code, options=options, name_expressions=list(entries) or None)
+    try:
+        raw.compile()
+    except CompileException as exc:
+        raise CudaCompileError(f"{filename} does not compile:\n{_clean_log(str(exc), filename)}") from None
+    return raw, entries
+
+
+def _compile_cpu(code: str, filename: str, options: tuple[str, ...],
+                 name_expressions: tuple[str, ...]) -> tuple[Any, tuple[str, ...]]:
+    """The system's C++ compiler through kernels.cpu, which adds every kernel at namespace scope itself."""
+    from .cpu.raw import RawModule  # here, not at the top: the CPU backend is Linux-only (fcntl)
+
+    raw = RawModule(code=code, options=options, name_expressions=list(name_expressions), filename=filename)
+    return raw, tuple(raw.entries)
 
 
 _TMP_PATH = re.compile(r"[^\s\"']*?([^/\s\"']+\.cu)\((\d+)\)")
@@ -231,91 +386,5 @@ def _clean_log(message: str, filename: str) -> str:
     return _TMP_QUOTED.sub(f'"{filename}"', message).strip()
 
 
-def load_kernel(code_or_path: str, name: str, *, options: Sequence[str] = (),
-                name_expression: str | None = None) -> Kernel:
-    """Compile (once; later calls hit a cache) and return kernel ``name``.
-
-    ``code_or_path`` is CUDA C, or a path ending in ``.cu`` under ``kernels/cuda/``. Template kernels
-    need ``name_expression`` (e.g. ``"reduce<float, 256>"``), or pass that as ``name``.
-    """
-    on_cpu = backend_name() == "cpu"
-    if not on_cpu:
-        require_gpu(f"load_kernel({name!r})")
-    from .sources import source
-
-    if name_expression is None and "<" in name:
-        name_expression = name
-    is_path = code_or_path.endswith(".cu") and "\n" not in code_or_path
-    try:
-        code = source(code_or_path) if is_path else code_or_path  # by content: edits recompile
-        filename = code_or_path if is_path else "kernel.cu"
-        if on_cpu:
-            return _load_cpu(code, filename, name, tuple(options), name_expression)
-        return _load(code, filename, name, tuple(options), name_expression)
-    except (FileNotFoundError, ValueError, CudaCompileError) as exc:
-        raise exc.with_traceback(None) from None  # one message, not a traceback through the package
-
-
-@functools.lru_cache(maxsize=None)
-def _load(code: str, filename: str, name: str, options: tuple[str, ...],
-          name_expression: str | None) -> Kernel:
-    import cupy
-    from cupy.cuda.compiler import CompileException
-
-    from .sources import include_options
-
-    base = parse_name_expression(name_expression)[0] if name_expression else name
-    if name_expression is None and base in template_kernels(code):
-        raise ValueError(f"{base} is a template kernel; choose its template arguments with "
-                         f"name_expression, e.g. load_kernel(..., {base!r}, name_expression='{base}<float>')")
-    try:
-        params = parse_signature(code, name_expression or base)
-    except KernelNotFoundError as exc:
-        raise KernelNotFoundError(f"{filename}: {exc}") from None
-    all_options = (*DEFAULT_OPTIONS, *include_options(), *options)
-    try:
-        # a name expression also finds C++ (not extern "C") kernels under their mangled names
-        expression = name_expression or base
-        module = cupy.RawModule(code=code, options=all_options, name_expressions=[expression])
-        raw = module.get_function(expression)  # compiles and loads now, not at the first launch
-    except CompileException as exc:
-        raise CudaCompileError(f"{filename} does not compile:\n{_clean_log(str(exc), filename)}") from None
-    return Kernel(base, code, params, raw, name_expression)
-
-
-@functools.lru_cache(maxsize=None)
-def _load_cpu(code: str, filename: str, name: str, options: tuple[str, ...],
-              name_expression: str | None) -> Kernel:
-    """load_kernel on the CPU backend: the same checks, compiled by kernels.cpu.
-
-    A template instantiation is compiled together with the others the file lists on its
-    ``// name_expressions:`` lines, so one compile serves all of them.
-    """
-    from .cpu.compile import CompileError
-    from .cpu.raw import RawModule
-    from .kernel_scan import name_expressions_in
-    from .sources import include_options
-
-    base = parse_name_expression(name_expression)[0] if name_expression else name
-    if name_expression is None and base in template_kernels(code):
-        raise ValueError(f"{base} is a template kernel; choose its template arguments with "
-                         f"name_expression, e.g. load_kernel(..., {base!r}, name_expression='{base}<float>')")
-    try:
-        params = parse_signature(code, name_expression or base)
-    except KernelNotFoundError as exc:
-        raise KernelNotFoundError(f"{filename}: {exc}") from None
-    all_options = (*DEFAULT_OPTIONS, *include_options(), *options)
-    expression = name_expression or base
-    listed = list(name_expressions_in(code)) if name_expression else []
-    together = listed if expression in listed else [expression, *listed]  # one order: one cache entry
-    try:
-        module = RawModule(code=code, options=all_options, name_expressions=together, filename=filename)
-    except CompileError:
-        if together == [expression]:
-            raise
-        module = RawModule(code=code, options=all_options, name_expressions=[expression], filename=filename)
-    return Kernel(base, code, params, module.get_function(expression), name_expression, backend="cpu")
-
-
-__all__ = ["load_kernel", "Kernel", "ceil_div", "LaunchConfigError", "LaunchLimits", "check_launch",
-           "device_limits"]
+__all__ = ["load_module", "load_kernel", "Module", "Kernel", "ceil_div", "LaunchConfigError", "LaunchLimits",
+           "check_launch", "device_limits", "DEFAULT_OPTIONS"]

@@ -3,11 +3,13 @@
 Pure helpers (no GPU, no matplotlib), used by the chapter and tested in ``tests/test_coalescing.py``:
 
 - :func:`warp_addresses`: the byte addresses the 32 lanes of a warp access for a stride and an offset;
-- :func:`sectors_touched` / :func:`lines_touched`: the 32-byte sectors and 128-byte lines they fall in;
+- :func:`sectors_touched` / :func:`lines_touched`: the 32-byte sectors and 128-byte lines they fall in
+  (the sector model of ``kernels.traffic.sectors``);
 - :func:`copy_model_fraction`: the fraction of the copy ceiling a copy can reach when every warp-wide
   read touches ``read_sectors`` sectors and every write touches 4 (no reuse between warps);
 - :func:`bank_conflict_ways`: how many different 4-byte words one shared-memory bank must deliver when
-  a warp reads the given words (1 = conflict-free);
+  a warp reads the given words (1 = conflict-free; the bank model's ``conflict_ways``, from
+  ``kernels.traffic.banks``);
 - :func:`tile_column_words`: the shared-memory words a warp reads when it reads a column of a tile.
 
 Diagrams (each returns a closed :class:`matplotlib.figure.Figure`, displayed once when a cell ends
@@ -23,11 +25,14 @@ CUDA C++ Programming Guide, "Global Memory" for compute capabilities 5.x and lat
 """
 from __future__ import annotations
 
-from typing import Iterable, Sequence
+from typing import Sequence
 
 import matplotlib.pyplot as plt
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
+
+from .traffic.banks import conflict_ways as bank_conflict_ways
+from .traffic.sectors import LINE_BYTES, SECTOR_BYTES, lines_touched, sectors_touched
 
 __all__ = [
     "SECTOR_BYTES",
@@ -43,10 +48,7 @@ __all__ = [
     "matmul_access_figure",
 ]
 
-SECTOR_BYTES = 32
-LINE_BYTES = 128
 WARP = 32
-BANKS = 32
 
 _BLUE = "#0072B2"
 _ORANGE = "#E69F00"
@@ -62,23 +64,6 @@ def warp_addresses(stride: int, offset: int = 0, elem_bytes: int = 4, lanes: int
     return [(offset + lane * stride) * elem_bytes for lane in range(lanes)]
 
 
-def _units(addresses: Iterable[int], elem_bytes: int, unit: int) -> list[int]:
-    touched = set()
-    for a in addresses:
-        touched.update(range(a // unit, (a + elem_bytes - 1) // unit + 1))
-    return sorted(touched)
-
-
-def sectors_touched(addresses: Iterable[int], elem_bytes: int = 4) -> list[int]:
-    """Indices of the 32-byte sectors that accesses of ``elem_bytes`` at ``addresses`` touch."""
-    return _units(addresses, elem_bytes, SECTOR_BYTES)
-
-
-def lines_touched(addresses: Iterable[int], elem_bytes: int = 4) -> list[int]:
-    """Indices of the 128-byte cache lines that accesses of ``elem_bytes`` at ``addresses`` touch."""
-    return _units(addresses, elem_bytes, LINE_BYTES)
-
-
 def copy_model_fraction(read_sectors: int, write_sectors: int = 4, useful_bytes_per_lane: int = 8) -> float:
     """Fraction of the copy ceiling that a one-float-in, one-float-out kernel can reach.
 
@@ -89,18 +74,6 @@ def copy_model_fraction(read_sectors: int, write_sectors: int = 4, useful_bytes_
         raise ValueError("a warp-wide access touches at least one sector")
     moved = SECTOR_BYTES * (read_sectors + write_sectors)
     return WARP * useful_bytes_per_lane / moved
-
-
-def bank_conflict_ways(words: Sequence[int]) -> int:
-    """The largest number of *different* 4-byte words that fall in one of the 32 banks.
-
-    Lanes that read the same word are served by one broadcast, so they count once. 1 means the warp's
-    shared-memory access completes in one pass; n means it is replayed n times.
-    """
-    per_bank: dict[int, set[int]] = {}
-    for w in words:
-        per_bank.setdefault(w % BANKS, set()).add(w)
-    return max((len(s) for s in per_bank.values()), default=0)
 
 
 def tile_column_words(tile: int, pad: int, column: int = 0, lanes: int = WARP) -> list[int]:

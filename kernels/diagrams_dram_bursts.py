@@ -9,34 +9,35 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from .traffic import sectors as sector_model
+from .traffic.sectors import LINE_BYTES, SECTOR_BYTES
+
 __all__ = ["SECTOR_BYTES", "LINE_BYTES", "WARP", "sectors_touched", "lines_touched",
            "bytes_in_flight_needed", "littles_law_gbps", "implied_latency_ns",
            "dram_bank_figure", "warp_sectors_figure"]
 
-SECTOR_BYTES = 32   # the unit L1, L2 and DRAM move on NVIDIA GPUs
-LINE_BYTES = 128    # an L1 / L2 cache line: 4 sectors
 WARP = 32
 
 
-def _touched(start_byte: int, bytes_per_thread: int, unit: int, threads: int) -> list[int]:
+def _request(start_byte: int, bytes_per_thread: int, threads: int) -> list[int]:
+    """Byte addresses of a contiguous request: thread ``t`` starts at ``start + t * bytes_per_thread``."""
     if bytes_per_thread <= 0 or threads <= 0:
         raise ValueError("bytes_per_thread and threads must be positive")
     if start_byte < 0:
         raise ValueError("start_byte must not be negative")
-    first = start_byte // unit
-    last = (start_byte + threads * bytes_per_thread - 1) // unit
-    return list(range(first, last + 1))
+    return [start_byte + t * bytes_per_thread for t in range(threads)]
 
 
 def sectors_touched(start_byte: int, bytes_per_thread: int, threads: int = WARP) -> list[int]:
     """Indices of the 32-byte sectors that ``threads`` consecutive threads touch when thread ``t``
-    accesses bytes ``[start + t*w, start + (t+1)*w)`` (a contiguous, coalesced warp request)."""
-    return _touched(start_byte, bytes_per_thread, SECTOR_BYTES, threads)
+    accesses bytes ``[start + t*w, start + (t+1)*w)`` (a contiguous, coalesced warp request; the
+    sector model of ``kernels.traffic.sectors``)."""
+    return sector_model.sectors_touched(_request(start_byte, bytes_per_thread, threads), bytes_per_thread)
 
 
 def lines_touched(start_byte: int, bytes_per_thread: int, threads: int = WARP) -> list[int]:
     """Indices of the 128-byte cache lines the same request touches."""
-    return _touched(start_byte, bytes_per_thread, LINE_BYTES, threads)
+    return sector_model.lines_touched(_request(start_byte, bytes_per_thread, threads), bytes_per_thread)
 
 
 def bytes_in_flight_needed(gbps: float, latency_ns: float) -> float:

@@ -26,10 +26,11 @@ from typing import Any
 
 import numpy as np
 
-FLOAT32_U = 2.0**-24      # unit roundoff of float32 (24-bit significand, round to nearest)
-FLOAT16_U = 2.0**-11      # fp16: 11-bit significand
-BFLOAT16_U = 2.0**-8      # bf16: 8-bit significand, float32's exponent range
-TF32_U = 2.0**-11         # tf32: 11-bit significand (10 stored bits), float32's exponent range
+# the rounding and bank models, under the names the chapter uses (gm.FLOAT32_U, gm.conflict_ways, ...)
+from .numerics import BFLOAT16_U, FLOAT16_U, FLOAT32_U, TF32_U, gamma  # noqa: F401
+from .traffic.banks import conflict_ways  # noqa: F401
+from .traffic.banks import wavefronts as shared_wavefronts  # noqa: F401
+
 STATIC_SMEM_LIMIT = 48 * 1024
 INT32_MAX = 2**31 - 1
 
@@ -69,14 +70,6 @@ def tiling_intensity(BM: int, BN: int, in_bytes: int = 4) -> float:
 
 
 # ----------------------------------------------------------------------------- tolerances
-
-def gamma(k: int, u: float = FLOAT32_U) -> float:
-    """gamma_k = k u / (1 - k u): the relative error bound of a chain of k roundings (Higham,
-    Accuracy and Stability of Numerical Algorithms, 2nd ed., section 3.1)."""
-    if k * u >= 1:
-        return math.inf
-    return k * u / (1 - k * u)
-
 
 def fp32_tolerance(K: int, u: float = FLOAT32_U) -> float:
     """Tolerance for ``kernels.check`` of a GEMM accumulated in fp32, inputs uniform in [-1, 1].
@@ -875,49 +868,8 @@ def best_record(records: Sequence[Mapping[str, Any]], y: str = "GFLOP/s") -> Map
     return max(good, key=lambda r: r[y]) if good else None
 
 
-# ----------------------------------------------------------------------------- bank conflicts (models)
-
-BANKS = 32
-
-
-def shared_wavefronts(words: Sequence[int | None], access_bytes: int = 4) -> int:
-    """Shared-memory wavefronts (passes) one warp-wide access needs, in the usual model.
-
-    `words` holds each lane's first 4-byte word (None: inactive lane); each lane touches
-    access_bytes / 4 consecutive words. Accesses of 8 and 16 bytes are served by halves and quarters
-    of the warp (16 or 8 lanes at a time, 128 bytes per pass at most). Within such a group, lanes
-    touching the same word share it (a broadcast), and the group needs as many passes as the largest
-    number of different words that fall into one of the 32 banks. 1 pass per group is conflict-free.
-    """
-    if access_bytes not in (4, 8, 16):
-        raise ValueError("access_bytes must be 4, 8 or 16")
-    if len(words) != 32:
-        raise ValueError("one entry per lane of a warp (32)")
-    per_word = access_bytes // 4
-    group = 32 // per_word
-    total = 0
-    for g in range(0, 32, group):
-        banks: dict[int, set[int]] = {}
-        for w in words[g:g + group]:
-            if w is None:
-                continue
-            for i in range(per_word):
-                banks.setdefault((w + i) % BANKS, set()).add(w + i)
-        if banks:
-            total += max(len(s) for s in banks.values())
-    return total
-
-
-def conflict_ways(words: Sequence[int | None], access_bytes: int = 4) -> int:
-    """The worst bank conflict of the access: passes of its worst group of lanes (1 = none)."""
-    per_word = access_bytes // 4
-    group = 32 // per_word
-    worst = 0
-    for g in range(0, 32, group):
-        part = list(words[g:g + group]) + [None] * (32 - group)
-        worst = max(worst, shared_wavefronts(part, access_bytes) if any(w is not None for w in part) else 0)
-    return worst
-
+# ----------------------------------------------------------------------------- shared-memory index maps
+# The words the kernels' lanes touch, for the bank model's conflict_ways (kernels.traffic.banks).
 
 def a_tile_index(k: int, m: int, BM: int, BK: int, layout: int) -> int:
     """Word of A(m, k) in the transposed A tile (ATile::index in simt_tiles.cuh)."""

@@ -7,7 +7,8 @@ Everything here runs without a GPU (the chain builder takes ``xp=cupy`` to build
   ``shared_chase``.
 - :func:`follow_chain`: where ``pointer_chase`` and ``shared_chase`` end after a number of steps (their
   reference).
-- :func:`conflict_degree`: how many passes shared memory needs for one warp-wide access.
+- :func:`conflict_degree`: how many passes shared memory needs for one warp-wide access (the bank
+  model's ``conflict_ways``, from ``kernels.traffic.banks``).
 - :func:`bank_stride_reference`, :func:`lookup_reference`, :func:`reread_reference`,
   :func:`tile_transpose_reference`: float64 references of the chapter's kernels.
 - :func:`rope_theta`, :func:`rope_tables`: the rotation frequencies and the cosine and sine tables of
@@ -27,8 +28,9 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.figure import Figure
 
-BANKS = 32        # shared-memory banks, each 4 bytes wide (compute capability 5.0 and later)
-WARP = 32
+from .traffic.banks import BANKS, WARP, bank_of
+from .traffic.banks import conflict_ways as conflict_degree
+
 LINE_BYTES = 128  # L1 and L2 cache line
 TABLE_WORDS = 1024  # bank_stride.cu's shared table
 LOOKUP_ENTRIES = 256  # constant_table.cu's table
@@ -84,22 +86,6 @@ def follow_chain(nxt: Any, steps: int, start: int = 0) -> int:
     for _ in range(int(steps)):
         j = int(nxt[j])
     return j
-
-
-def bank_of(word: int, banks: int = BANKS) -> int:
-    """The bank of a 4-byte word of shared memory."""
-    return int(word) % banks
-
-
-def conflict_degree(words: Sequence[int], banks: int = BANKS) -> int:
-    """Passes one warp-wide shared-memory access needs: the most *distinct* words in any one bank.
-
-    Lanes that read the same word share one pass (a broadcast), so only distinct words count.
-    """
-    per_bank: dict[int, set[int]] = {}
-    for w in words:
-        per_bank.setdefault(bank_of(w, banks), set()).add(int(w))
-    return max(len(s) for s in per_bank.values())
 
 
 def stride_words(stride: int, table_words: int = TABLE_WORDS, warp: int = WARP) -> list[int]:
@@ -257,7 +243,7 @@ def tile_layouts() -> Figure:
                "swizzled: r*32 + (c ^ r)": r * 32 + (c ^ r)}
     fig, axes = plt.subplots(1, 3, figsize=(11, 3.9))
     for ax, (title, slot) in zip(axes, layouts.items()):
-        banks = slot % BANKS
+        banks = bank_of(slot)
         ax.imshow(banks, cmap=_bank_colors(), interpolation="nearest")
         ax.add_patch(plt.Rectangle((-0.5, -0.5), 1, 32, fill=False, ec="black", lw=2))
         col0 = sorted({int(b) for b in banks[:, 0]})

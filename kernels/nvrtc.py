@@ -15,17 +15,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
-from .resources import ResourceReport, parse_ptxas_log
+from .errors import CudaCompileError  # noqa: F401  (exported here too: kernels.CudaCompileError)
+from .ptxas import ResourceReport, parse_ptxas_log
+from .sources import include_options
 
 
 #: What NVRTC takes from PyPI, as a cell that lacks it says (the package's ``[cpu]`` extra lists the
 #: same; a test checks it): the bindings, the compiler library, and the runtime's headers (cuda_fp16.h ...).
 NVRTC_REQUIREMENTS = ("cuda-bindings==12.9.*", "nvidia-cuda-nvrtc-cu12==12.9.*", "nvidia-cuda-runtime-cu12==12.9.*")
 NVRTC_INSTALL = "pip install " + " ".join(f'"{r}"' for r in NVRTC_REQUIREMENTS)
-
-
-class CudaCompileError(RuntimeError):
-    """The CUDA C did not compile; the message is the compiler's log with ``file(line): error``."""
 
 
 @dataclass
@@ -139,8 +137,6 @@ def _log(prog: Any) -> str:
 
 def build_options(arch: str, options: Sequence[str] = ()) -> list[str]:
     """The full NVRTC option list: the target, C++17, line info, ptxas -v and the header paths."""
-    from .sources import include_options
-
     opts = [f"-arch={arch}"]
     if not any(o.startswith(("-std", "--std")) for o in options):
         opts.append("-std=c++17")

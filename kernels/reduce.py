@@ -7,8 +7,8 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 
-FLOAT32_EPS = 2.0**-24   # unit roundoff u of float32 (round to nearest): half the spacing at 1.0
-BANKS = 32
+from .numerics import gamma, sum_error_bound  # noqa: F401  (the chapter's red.gamma, red.sum_error_bound)
+from .traffic.banks import conflict_ways
 
 
 def pass_grids(n: int, per_block: int) -> list[int]:
@@ -37,18 +37,6 @@ def vec4_split(address: int, n: int, itemsize: int = 4) -> tuple[int, int, int]:
     return head, vectors, n - head - per_vector * vectors
 
 
-def bank_conflict_ways(stride_words: int, active_lanes: int = 32) -> int:
-    """How many lanes of a warp hit the busiest bank when lane l reads 4-byte word l * stride_words
-    (lanes 0 .. active_lanes - 1). 1 means no conflict; the access takes that many passes."""
-    if stride_words < 0 or not 1 <= active_lanes <= 32:
-        raise ValueError("stride must be >= 0 and 1 <= active_lanes <= 32")
-    words = [lane * stride_words for lane in range(active_lanes)]
-    per_bank: dict[int, set[int]] = {}
-    for word in words:
-        per_bank.setdefault(word % BANKS, set()).add(word)   # one word read by many lanes: a broadcast
-    return max(len(ws) for ws in per_bank.values())
-
-
 def strided_tree_conflicts(block: int) -> list[tuple[int, int, int]]:
     """Per step of reduce_interleaved_strided (block a power of two): (s, active threads in warp 0,
     conflict ways of warp 0's read of buf[2 s t])."""
@@ -56,24 +44,9 @@ def strided_tree_conflicts(block: int) -> list[tuple[int, int, int]]:
     s = 1
     while s < block:
         active = min(32, max(block // (2 * s), 0))
-        steps.append((s, active, bank_conflict_ways(2 * s, active) if active else 0))
+        steps.append((s, active, conflict_ways([2 * s * lane for lane in range(active)])))
         s *= 2
     return steps
-
-
-def gamma(k: int, u: float = FLOAT32_EPS) -> float:
-    """gamma_k = k u / (1 - k u): the bound on the relative error of a chain of k roundings
-    (Higham, Accuracy and Stability of Numerical Algorithms, section 3.1)."""
-    if k * u >= 1:
-        return math.inf
-    return k * u / (1 - k * u)
-
-
-def sum_error_bound(depth: int, u: float = FLOAT32_EPS) -> float:
-    """Worst-case |computed - exact| / sum|x_i| of a summation in which no element goes through more
-    than `depth` additions (Higham, section 4.2): depth = n - 1 for a sequential loop, about log2 n for a
-    balanced tree."""
-    return gamma(depth, u)
 
 
 def vec4_depth(n: int, grid: int, block: int) -> int:

@@ -15,12 +15,13 @@ from typing import Any
 import numpy as np
 
 from .backend import array_module as _array_module  # cupy on a GPU, kernels.cpu.xp on the CPU backend
+from .numerics import gamma
+from .traffic.banks import conflict_ways as bank_conflict_ways
 
 SCAN_FILE = "scan/large_scan.cu"
 STP_TILE = 256 * 8          # tile of tile_scan / add_tile_offsets (STP_THREADS * STP_ITEMS)
 SORT_TILE = 256 * 8         # keys per block in radix_sort.cu
 RADIX_BITS = 4
-UNIT_ROUNDOFF_F32 = 2.0**-24
 # (threads, items) instantiated for single_pass_scan_v2 (its name_expressions lines)
 SINGLE_PASS_V2_CONFIGS = [(t, i) for t in (128, 256) for i in (8, 16, 24, 32)] + [(512, 8), (512, 16)]
 
@@ -124,14 +125,6 @@ def blelloch_steps(x: Any) -> list[tuple[str, np.ndarray]]:
     return steps
 
 
-def bank_conflict_ways(addresses: Any, banks: int = 32) -> int:
-    """The largest number of distinct 4-byte words that one bank serves for these addresses."""
-    words = np.unique(np.asarray(addresses))
-    if len(words) == 0:
-        return 0
-    return int(np.bincount(words % banks, minlength=banks).max())
-
-
 def blelloch_upsweep_conflicts(tile: int, padded: bool) -> list[tuple[int, int]]:
     """(offset, ways) of the first warp's shared-memory reads in each up-sweep step of a tile."""
     rows, offset, d = [], 1, tile // 2
@@ -156,9 +149,7 @@ def float_scan_tolerance(n: int, threads: int, items: int) -> float:
     gamma_m = m u / (1 - m u) times the sum of the magnitudes, u = 2^-24.
     """
     tiles = max(1, -(-n // (threads * items)))
-    m = items + 2 * 5 + 2 + 2 * tiles
-    mu = m * UNIT_ROUNDOFF_F32
-    return mu / (1 - mu)
+    return gamma(items + 2 * 5 + 2 + 2 * tiles)
 
 
 # ----------------------------------------------------------------------------- figures

@@ -14,13 +14,7 @@ from typing import Any, Iterable, Sequence
 
 import numpy as np
 
-
-class KernelArgumentError(TypeError):
-    """An argument does not match the kernel's C parameter; the message says which and why."""
-
-
-class KernelNotFoundError(ValueError):
-    """The source has no ``__global__`` function of the requested name."""
+from .errors import KernelArgumentError, KernelNotFoundError  # noqa: F401  (raised here, exported here too)
 
 
 # --------------------------------------------------------------------------------------------------

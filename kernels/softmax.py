@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from .numerics import UNIT_ROUNDOFF, gamma
 from .portable import on_gpu
 
 # ----------------------------------------------------------------------------- kernel sources
@@ -437,14 +438,6 @@ def attention_reference(q: Any, k: Any, v: Any, causal: bool = False) -> np.ndar
 
 
 # ----------------------------------------------------------------------------- tolerances
-
-UNIT_ROUNDOFF = {"float32": 2.0**-24, "float16": 2.0**-11}
-
-
-def gamma(k: int, u: float = UNIT_ROUNDOFF["float32"]) -> float:
-    """k u / (1 - k u): the bound on the relative error of k roundings in a row."""
-    return math.inf if k * u >= 1 else k * u / (1 - k * u)
-
 
 def softmax_tolerance(cols: int, threads: int, dtype: Any = np.float32) -> float:
     """A bound on the relative error of the kernels' output (float32 arithmetic throughout).

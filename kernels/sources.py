@@ -7,12 +7,14 @@ all use the same text; ``show_source`` puts it (or one function of it) into a no
 from __future__ import annotations
 
 import difflib
+import re
 from pathlib import Path
 
-from .signature import find_functions, mask_code
+from .signature import find_functions, mask_code, split_top_level
 
 CUDA_DIR = Path(__file__).resolve().parent / "cuda"
 SUFFIXES = (".cu", ".cuh")
+_NAME_EXPRESSIONS_LINE = re.compile(r"^\s*//\s*name_expressions\s*:\s*(.+?)\s*$", re.MULTILINE)
 
 
 def all_sources() -> list[Path]:
@@ -43,6 +45,18 @@ def resolve(path: str | Path) -> Path:
 def source(path: str | Path) -> str:
     """The text of a CUDA source, given as ``"chapter/kernel.cu"`` relative to ``kernels/cuda/``."""
     return resolve(path).read_text(encoding="utf-8")
+
+
+def name_expressions_in(code: str) -> tuple[str, ...]:
+    """Template instantiations a source asks for on its ``// name_expressions:`` comment lines.
+
+    A ``.cu`` file lists there the instances of its template kernels that get compiled, e.g.
+    ``// name_expressions: gemm_smem<16>, gemm_smem<32>`` (duplicates dropped, order kept).
+    """
+    found: list[str] = []
+    for line in _NAME_EXPRESSIONS_LINE.findall(code):
+        found += split_top_level(line)
+    return tuple(dict.fromkeys(found))
 
 
 def include_options() -> tuple[str, ...]:

@@ -56,18 +56,6 @@ NVRTC_CHAPTERS = [name for name, path in CHAPTERS.items() if name not in NOT_YET
 
 
 @pytest.fixture(scope="session")
-def student_python() -> Path:
-    """The student environment, built (or reused) from the pin file, with the package installed."""
-    try:
-        return student_env.prepare(log=lambda line: print(line, flush=True))
-    except student_env.StudentEnvError as exc:
-        message = f"no student environment: {exc}"
-        if os.environ.get("CI"):
-            pytest.fail(message, pytrace=False)
-        pytest.skip(message)
-
-
-@pytest.fixture(scope="session")
 def runs(student_python: Path) -> dict[str, dict]:
     """Every notebook executed once, in parallel processes; keyed by its path (book/gemm.ipynb)."""
     chapters = [path for name, path in CHAPTERS.items() if name not in NOT_YET]

@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from kernels.kernel_scan import (CudaSnippet, all_snippets, cu_snippets, ipynb_code_cells, kernel_calls,
-                                 min_arch_in, myst_code_cells, name_expressions_in, notebook_snippets,
-                                 python_source)
 from kernels.nvrtc import compile_cuda, nvrtc_available
 from kernels.signature import parse_name_expression, template_kernels
+from kernels.sources import name_expressions_in
+from tooling.cuda_snippets import (CudaSnippet, all_snippets, cu_snippets, ipynb_code_cells, kernel_calls,
+                                   min_arch_in, myst_code_cells, notebook_snippets, python_source)
 
 ROOT = Path(__file__).resolve().parents[1]
 ARCHS = ("sm_75", "sm_90")

@@ -242,8 +242,8 @@ def test_the_cpu_path_never_imports_cupy(tmp_path: Path):
 
 
 def _course_sources():
-    from kernels.kernel_scan import cu_snippets
     from kernels.sources import CUDA_DIR
+    from tooling.cuda_snippets import cu_snippets
 
     return cu_snippets(CUDA_DIR)
 

@@ -1,10 +1,10 @@
 """CPU tests of the "DRAM bursts" chapter: its kernels compile for the T4 (sm_75) and the H100 (sm_90)
 with NVRTC and keep the properties the chapter relies on, its helpers compute what the prose says,
-its figures draw, and the chapter has the course's structure.
+its figures draw, and the chapter loads only its own kernels (what every chapter promises:
+tests/test_chapter_contract.py).
 """
 from __future__ import annotations
 
-import ast
 import re
 from pathlib import Path
 
@@ -16,11 +16,9 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pytest  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
-import kernels  # noqa: E402
 from kernels import diagrams_dram_bursts as dd  # noqa: E402
-from kernels.kernel_scan import name_expressions_in  # noqa: E402
 from kernels.nvrtc import compile_cuda, nvrtc_available  # noqa: E402
-from kernels.sources import source  # noqa: E402
+from kernels.sources import name_expressions_in, source  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 CHAPTER = ROOT / "book" / "dram_bursts.md"
@@ -154,34 +152,6 @@ def test_figures(name, tmp_path):
 
 
 # ------------------------------------------------------------------------------------ the chapter
-
-def test_chapter_cells_parse_and_setup_cell_comes_first():
-    cells = code_cells()
-    assert len(cells) >= 10
-    for i, cell in enumerate(cells):
-        ast.parse(cell, filename=f"dram_bursts.md cell {i}")
-    import sys
-
-    if str(ROOT / "tools") not in sys.path:
-        sys.path.insert(0, str(ROOT / "tools"))
-    from notebooks import SETUP_CELL
-
-    assert cells[0].rstrip("\n") == SETUP_CELL.rstrip("\n")
-
-
-def test_chapter_uses_only_public_kernels_api():
-    used = set(re.findall(r"\bkernels\.([A-Za-z_]\w*)", "\n".join(code_cells())))
-    modules = {"notebook_setup", "diagrams_dram_bursts"}
-    assert used - modules <= set(kernels.__all__), used - modules - set(kernels.__all__)
-
-
-def test_chapter_has_goals_summary_exercises_and_reading_in_order():
-    text = CHAPTER.read_text(encoding="utf-8")
-    positions = [text.index(h) for h in ("**Learning goals.**", "## Summary", "## Exercises",
-                                         "## Further reading")]
-    assert positions == sorted(positions)
-    assert "exercises/dram_bursts" in text
-
 
 def test_chapter_loads_only_its_own_kernels_by_path():
     paths = set(re.findall(r'"(dram_bursts/[\w.]+\.cu)"', "\n".join(code_cells())))

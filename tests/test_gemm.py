@@ -2,11 +2,11 @@
 NVRTC, without spills, and contain the instructions the chapter says they contain; the helpers of
 kernels.gemm (counts, tolerances, rounding, configuration rules, launch geometry, the models of the
 shared-memory index maps and of the block order) are right, checked against brute force; a sweep
-marks invalid and spilling configurations; the chapter has its structure and setup cell.
+marks invalid and spilling configurations; the chapter shows every kernel and a live sweep (what
+every chapter promises: tests/test_chapter_contract.py).
 """
 from __future__ import annotations
 
-import ast
 import itertools
 import math
 import re
@@ -16,11 +16,11 @@ import numpy as np
 import pytest
 
 from kernels import gemm as g
-from kernels.kernel_scan import min_arch_in, name_expressions_in
 from kernels.nvrtc import compile_cuda, nvrtc_available
 from kernels.occupancy import GpuLimits
 from kernels.signature import find_functions
-from kernels.sources import source
+from kernels.sources import name_expressions_in, source
+from tooling.cuda_snippets import min_arch_in
 
 ROOT = Path(__file__).resolve().parents[1]
 CHAPTER = ROOT / "book" / "gemm.md"
@@ -615,34 +615,6 @@ def _chapter_text() -> str:
     return CHAPTER.read_text(encoding="utf-8")
 
 
-def _chapter_cells() -> list[str]:
-    import jupytext
-
-    return [c.source for c in jupytext.read(CHAPTER).cells if c.cell_type == "code"]
-
-
-def test_sections_in_order():
-    headings = re.findall(r"^## (.+)$", _chapter_text(), flags=re.M)
-    order = [headings.index(h) for h in ("Learning goals", "Summary", "Exercises", "Further reading")]
-    assert order == sorted(order) and order[0] == 0 and order[-1] == len(headings) - 1
-    for needed in ("On a T4",):
-        assert needed in headings
-
-
-def test_first_cell_is_the_setup_cell():
-    import sys
-
-    sys.path.insert(0, str(ROOT / "tools"))
-    import notebooks  # noqa: E402  (tools/ is not a package)
-
-    assert _chapter_cells()[0].rstrip("\n") == notebooks.SETUP_CELL
-
-
-def test_code_cells_parse():
-    for cell in _chapter_cells():
-        ast.parse(cell)
-
-
 def test_every_kernel_is_shown_and_the_sweep_is_live():
     text = _chapter_text()
     for filename in KERNEL_FILES:
@@ -650,9 +622,3 @@ def test_every_kernel_is_shown_and_the_sweep_is_live():
     assert '"coalescing/matmul_naive.cu"' in text and '"coalescing/gemv.cu"' in text
     assert "Sweep(" in text and ".show()" in text and "roofline_plot" in text
     assert "exercises/gemm" in text
-
-
-def test_no_mention_of_the_workplace():
-    text = _chapter_text().lower()
-    for word in ("/work/", "seeds-", "seed 00", "assistant", "the lead"):
-        assert word not in text

@@ -8,7 +8,6 @@ tests/gpu/test_gpu_architecture_gpu.py.
 """
 from __future__ import annotations
 
-import ast
 import re
 from pathlib import Path
 
@@ -132,32 +131,6 @@ def test_numba_cpu_reference_matches_numpy():
 
 
 # ------------------------------------------------------------------------------------ the chapter
-
-def test_chapter_cells_parse_and_setup_cell_comes_first():
-    cells = code_cells()
-    assert len(cells) >= 10
-    for i, source in enumerate(cells):
-        ast.parse(source, filename=f"gpu_architecture.md cell {i}")
-    try:
-        from tools.notebooks import SETUP_CELL
-    except Exception:  # tools not importable as a package here: the notebook tests cover it
-        return
-    assert cells[0].rstrip("\n") == SETUP_CELL
-
-
-def test_chapter_uses_only_public_kernels_api():
-    used = set(re.findall(r"\bkernels\.([A-Za-z_]\w*)", "\n".join(code_cells())))
-    modules = {"notebook_setup", "occupancy", "compat"}  # imported as modules: from kernels.X import ...
-    assert used - modules <= set(kernels.__all__), used - modules - set(kernels.__all__)
-
-
-def test_chapter_has_goals_summary_exercises_and_reading_in_order():
-    text = CHAPTER.read_text(encoding="utf-8")
-    positions = [text.index(h) for h in ("**Learning goals.**", "## Summary", "## Exercises",
-                                         "## Further reading")]
-    assert positions == sorted(positions)
-    assert "exercises/gpu_architecture" in text
-
 
 @pytest.mark.parametrize("cc,threads,regs,smem,blocks,percent", [
     ("9.0", 256, 12, 0, 8, 100.0),          # vector add, 256 threads: limited by warps

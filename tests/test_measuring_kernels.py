@@ -197,11 +197,6 @@ def test_horner_stays_bounded_for_any_degree():
 # --------------------------------------------------------------------------- the chapter's code
 
 
-def test_chapter_cells_parse():
-    for cell in _chapter_cells():
-        ast.parse(cell)
-
-
 def test_chapter_kernels_exist():
     """Every kernel file and kernel name the chapter loads or reports on is really there."""
     text = CHAPTER.read_text()
@@ -214,11 +209,3 @@ def test_chapter_kernels_exist():
     # the names that loops pass to load_kernel
     for name in ("window_dynamic", "window_static", "window_variance", "window_variance_bounded"):
         assert f'"{name}"' in text
-
-
-def test_chapter_structure():
-    text = CHAPTER.read_text()
-    headings = re.findall(r"^## (.+)$", text, re.M)
-    assert headings[0] == "Learning goals"
-    assert headings[-3:] == ["Summary", "Exercises", "Further reading"]
-    assert "exercises/measuring_kernels" in text

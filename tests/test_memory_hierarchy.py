@@ -1,11 +1,10 @@
 """CPU tests of the "Memory hierarchy" chapter: its kernels compile for the T4 (sm_75) and the H100
 (sm_90) with NVRTC and use the resources the chapter says they use, the pure helpers of
 kernels.memory_hierarchy (chains, bank arithmetic, references) agree with plain Python loops, and the
-chapter has the course's structure.
+chapter uses its kernels (what every chapter promises: tests/test_chapter_contract.py).
 """
 from __future__ import annotations
 
-import ast
 import re
 from math import gcd
 from pathlib import Path
@@ -354,32 +353,8 @@ def test_tile_transpose_reference():
 # --------------------------------------------------------------------------- the chapter
 
 
-def _code_cells() -> list[str]:
-    import jupytext
-
-    return [c.source for c in jupytext.read(CHAPTER).cells if c.cell_type == "code"]
-
-
-def test_chapter_cells_parse_and_setup_cell_comes_first():
-    cells = _code_cells()
-    assert len(cells) >= 15
-    for i, cell in enumerate(cells):
-        ast.parse(cell, filename=f"memory_hierarchy.md cell {i}")
-    import sys
-
-    sys.path.insert(0, str(ROOT / "tools"))
-    from notebooks import SETUP_CELL  # tools/ is not a package
-
-    assert cells[0].rstrip("\n") == SETUP_CELL
-
-
-def test_chapter_structure():
-    text = CHAPTER.read_text()
-    headings = re.findall(r"^## (.+)$", text, re.M)
-    assert headings[0] == "Learning goals"
-    assert headings[-3:] == ["Summary", "Exercises", "Further reading"]
-    assert "exercises/memory_hierarchy" in text
-    assert text.count("Sweep(") >= 2
+def test_chapter_runs_two_sweeps():
+    assert CHAPTER.read_text().count("Sweep(") >= 2
 
 
 def test_chapter_kernels_exist():

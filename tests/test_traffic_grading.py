@@ -21,7 +21,7 @@ from kernels.grading.gradescope import results_json  # noqa: E402
 from kernels.grading.registry import exercise  # noqa: E402
 from kernels.grading.report import Report  # noqa: E402
 from kernels.grading.session import evaluate  # noqa: E402
-from kernels.traffic.probe import NAME, TraceRaceProbe  # noqa: E402
+from kernels.grading.race import TRACE_PROBE_NAME, TraceRaceProbe  # noqa: E402
 
 pytestmark = pytest.mark.skipif(importlib.util.find_spec("kernels.cpu") is None, reason="needs the CPU backend")
 CORPUS = ROOT / "exercises" / "corpus"
@@ -33,7 +33,7 @@ def cpu_backend(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_the_race_probe_is_registered_first():
-    assert race.probes()[0].name == NAME
+    assert race.probes()[0].name == TRACE_PROBE_NAME
     probe = TraceRaceProbe(cases=1)
     probe.begin("code")
     assert probe.run({}, lambda fill, trace=0: RunOutcome()) is None  # nothing recorded: no race, no hint

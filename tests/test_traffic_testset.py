@@ -1,4 +1,4 @@
-"""The analysis of the test-set kernels against kernels/traffic/ncu_h100.json.
+"""The analysis of the test-set kernels against tests/tooling/ncu_h100.json.
 
 Until a GPU run is recorded the file holds expectations derived by hand from the kernels' index
 arithmetic ("source": "analytic"); after benchmarks/ncu_validate.py has run on a GPU it holds what
@@ -14,7 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from kernels.sources import source
-from kernels.traffic import testset
+from tooling import traffic_testset as testset
 
 pytestmark = pytest.mark.skipif(importlib.util.find_spec("kernels.cpu") is None, reason="needs the CPU backend")
 

@@ -95,7 +95,7 @@ def test_race_rows_use_the_totals_and_leave_failed_runs_out():
 
 
 def test_comparison_rules():
-    from kernels.traffic import testset
+    from tooling import traffic_testset as testset
 
     assert testset.matches("global_load_sectors", 4096, 4096.0) and not testset.matches("global_load_sectors", 4096, 4097)
     assert testset.matches("shared_load_bank_conflicts", 105, 100) and not testset.matches("shared_load_bank_conflicts",

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator, Sequence
 
-from ..nvrtc import CudaCompileError
+from ..errors import CudaCompileError
 from . import abi, source, toolchain
 
 CACHE_VERSION = "1"

@@ -15,38 +15,17 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..compile import LaunchConfigError, LaunchLimits, check_launch
-from ..signature import (KernelArgumentError, KernelNotFoundError, Param, convert_args, find_functions, mask_code,
-                         parse_name_expression, parse_signature, split_top_level)
+from ..declarations import global_kernels  # noqa: F401  (exported here too)
+from ..errors import GlobalNotFoundError, KernelArgumentError, KernelNotFoundError, LaunchConfigError
+from ..launch import LaunchLimits, check_launch
+from ..signature import (Param, convert_args, find_functions, mask_code, parse_name_expression, parse_signature,
+                         split_top_level)
 from . import compile as cpu_compile
 from . import launch, toolchain, trace
 
 MAX_SHARED_OPTIN = 232448  # 227 KB, the largest per-block shared memory of current GPUs
 DEFAULT_DYNAMIC_SHARED = 48 * 1024
 CPU_LIMITS = LaunchLimits(max_shared_optin=MAX_SHARED_OPTIN, name="the CPU backend")
-
-
-def global_kernels(code: str) -> list[str]:
-    """Non-template __global__ functions at namespace scope (inside ``extern "C" {}`` counts), each
-    name once (overloaded names are left to name_expressions)."""
-    masked = mask_code(code)
-    spans = find_functions(code)
-    starts = sorted((s.start, s) for s in spans if not s.template_params)
-    names = [s.name for s in spans]
-    result = []
-    stack: list[bool] = []  # True: an extern "C" block
-    pos = 0
-    brace = re.compile(r"[{}]")
-    for start, span in starts:
-        for m in brace.finditer(masked, pos, start):
-            if m.group() == "{":
-                stack.append(bool(re.search(r'extern\s*"\s*"\s*$', masked[max(0, m.start() - 40):m.start()])))
-            elif stack:
-                stack.pop()
-        pos = start
-        if all(stack) and names.count(span.name) == 1 and span.name not in result:
-            result.append(span.name)
-    return result
 
 
 def _launch_bounds(code: str, name: str) -> int | None:
@@ -182,7 +161,7 @@ class RawModule:
         try:
             address = ctypes.addressof(ctypes.c_char.in_dll(lib, name))
         except ValueError:
-            raise KernelNotFoundError(f"{self.filename}: no __device__ or __constant__ variable named {name!r} "
+            raise GlobalNotFoundError(f"{self.filename}: no __device__ or __constant__ variable named {name!r} "
                                       f"(only variables at namespace scope, not static, can be looked up)") from None
         size = int(cpu_compile.runtime().lib.cudacpu_symbol_size(ctypes.c_void_p(address)))
         return MemoryPointer(address, size, self)

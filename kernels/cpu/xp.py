@@ -9,11 +9,14 @@ defined here (dtypes such as ``xp.float32``, ``xp.cumsum``, ``xp.array_equal`` .
 """
 from __future__ import annotations
 
+import ctypes as _ctypes
+import sys as _sys
 import types as _types
 from typing import Any as _Any
 
 import numpy as _np
 
+from ..errors import NoGPUError as _NoGPUError
 from . import memory as _memory
 from .raw import MemoryPointer, RawKernel, RawModule  # noqa: F401  (cupy.RawKernel, cupy.RawModule)
 
@@ -37,9 +40,7 @@ class ndarray(_np.ndarray):
         if nbytes > memptr.size:
             raise ValueError(f"an array of {shape} {dtype} needs {nbytes} bytes, but the memory at "
                              f"{memptr.ptr:#x} has {memptr.size}")
-        import ctypes
-
-        raw = (ctypes.c_char * max(nbytes, 1)).from_address(memptr.ptr)
+        raw = (_ctypes.c_char * max(nbytes, 1)).from_address(memptr.ptr)
         return _np.ndarray.__new__(cls, shape, dtype, buffer=raw, strides=strides, order=order)
 
     def get(self, stream: _Any = None, order: str = "C", out: _np.ndarray | None = None) -> _np.ndarray:
@@ -171,9 +172,7 @@ def copy(a: _Any, order: str = "K") -> ndarray:
 
 
 def get_array_module(*args: _Any) -> _types.ModuleType:
-    import sys
-
-    return sys.modules[__name__]
+    return _sys.modules[__name__]
 
 
 class _RandomModule:
@@ -235,9 +234,7 @@ class _Runtime:
 
     @staticmethod
     def memcpy(dst: int, src: int, size: int, kind: int) -> None:
-        import ctypes
-
-        ctypes.memmove(int(dst), int(src), int(size))
+        _ctypes.memmove(int(dst), int(src), int(size))
 
     @classmethod
     def memcpyAsync(cls, dst: int, src: int, size: int, kind: int, stream: int = 0) -> None:
@@ -315,9 +312,7 @@ class _CudaNamespace:
 
     @staticmethod
     def get_elapsed_time(start: "_CudaNamespace.Event", end: "_CudaNamespace.Event") -> float:
-        from ..backend import NoGPUError
-
-        raise NoGPUError("get_elapsed_time() times GPU work with CUDA events, and the CPU backend has no GPU: "
+        raise _NoGPUError("get_elapsed_time() times GPU work with CUDA events, and the CPU backend has no GPU: "
                          "a kernel's time on the CPU says nothing about its time on a GPU. Run the timing "
                          "cells on a GPU (in Colab: Runtime > Change runtime type > T4 GPU).")
 

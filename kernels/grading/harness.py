@@ -232,7 +232,7 @@ def execute(ex: Exercise, case: Case, buffers: dict[str, HostBuffer], loaded: di
             views[name] = b.view_of(fulls[name])
         ctx = LaunchContext(loaded, views, case, macros, xp, runtime.sm_count())
         if trace:
-            from kernels.traffic.probe import traced_findings
+            from kernels.traffic.probe import traced_findings  # the traced build: CPU backend, Linux only
 
             outcome.races, outcome.shared_unwritten = traced_findings(lambda: ex.launch(ctx), trace)
         else:
@@ -336,9 +336,6 @@ def judge(ex: Exercise, case: Case, outcome: RunOutcome, expected: dict[str, Any
 
 
 NOT_RUN_MESSAGE = "not run: an earlier case crashed and took the GPU context with it"
-BARRIER_HINT = ("shared memory was read before any thread of the block stored to it (at {where}): a missing "
-                "__syncthreads() between the stores and the loads, or an index that reads an element no thread "
-                "writes?")
 
 
 def run_case(ex: Exercise, case: Case, executor: Any, probes: bool = True) -> tuple[CaseResult, bool]:

@@ -10,12 +10,13 @@ without changing the verdict (evidence for a hint).
   timing: a race (a missing ``__syncthreads()``, an unsynchronised warp tail).
 - ``GuardReadProbe``: the same inputs, a different fill of the guard bands; different output bits
   mean the kernel reads memory outside its arrays.
+- ``TraceRaceProbe`` (runs first, so that a race explains the wrong values that come with it): on the
+  CPU backend, the same run with every memory access recorded (``kernels.traffic``); a race between
+  two threads of a block becomes a ``race`` verdict that names both lines and both threads.
 
 On a GPU a race shows up only when the schedule happens to expose it; on the CPU backend, whose
-threads switch only at barriers, a missing barrier usually gives a wrong result on every run. There
-the CPU backend's race detector (``kernels.traffic.probe``, registered below with
-``register_probe``) reruns the case with every memory access recorded and turns a race between two
-threads of a block into a ``race`` verdict that names both lines and both threads.
+threads switch only at barriers, a missing barrier usually gives a wrong result on every run, and
+only the recorded accesses tell a race from any other wrong result.
 """
 from __future__ import annotations
 
@@ -24,6 +25,8 @@ from typing import Any, Callable, Protocol
 
 import numpy as np
 
+from ..backend import backend_name
+from ..cpu.toolchain import CompilerNotFoundError, compiler
 from . import verdicts as V
 from .compare import same_bits
 
@@ -96,7 +99,58 @@ class GuardReadProbe:
         return None
 
 
-_PROBES: list[Probe] = [RepeatProbe(), GuardReadProbe()]
+TRACE_PROBE_NAME = "cpu-race-trace"
+MAX_TRACED_ACCESSES = 1_000_000  # per launch; a larger case stops early and is left to the other probes
+TRACED_CASES_PER_SUBMISSION = 6  # the first cases (public ones first, small edge cases among them) are traced
+BARRIER_HINT = ("shared memory was read before any thread of the block stored to it (at {where}): a missing "
+                "__syncthreads() between the stores and the loads, or an index that reads an element no thread "
+                "writes?")
+
+
+class TraceRaceProbe:
+    """Runs a case again on the CPU backend's traced build and reports the first race it finds.
+
+    Only the first ``cases`` cases of a submission are traced (the harness calls ``begin`` before a
+    submission's cases): a race between threads of a block shows in any case with a few warps, and
+    tracing every hidden case would multiply the grading time.
+    """
+
+    name = TRACE_PROBE_NAME
+
+    def __init__(self, max_accesses: int = MAX_TRACED_ACCESSES, cases: int = TRACED_CASES_PER_SUBMISSION):
+        self.max_accesses = max_accesses
+        self.cases = cases
+        self._left = cases
+
+    def begin(self, code: str) -> None:
+        self._left = self.cases
+
+    def applies(self, deterministic: bool) -> bool:
+        """On the CPU backend built with g++ (a race is a race whether or not the result is
+        deterministic). The traced build needs GCC's instrumentation: under Clang it is refused, and
+        the probe must not turn that refusal into a verdict on the submission."""
+        if backend_name() != "cpu":
+            return False
+        try:
+            return compiler().kind == "gcc"
+        except CompilerNotFoundError:
+            return False
+
+    def run(self, first: Outputs, rerun: Callable[..., Any]) -> Finding | None:
+        if self._left <= 0:
+            return None
+        self._left -= 1
+        again = rerun("poison", self.max_accesses)
+        if again.races:
+            others = len(again.races) - 1
+            more = f" (and {others} more race{'s' if others != 1 else ''} between other lines)" if others else ""
+            return Finding(V.RACE, f"data race on {again.races[0]}{more}")
+        if again.shared_unwritten:  # evidence for the barrier hint; the verdict stays what it is
+            return Finding("", BARRIER_HINT.format(where="; ".join(again.shared_unwritten)))
+        return None
+
+
+_PROBES: list[Probe] = [TraceRaceProbe(), RepeatProbe(), GuardReadProbe()]
 
 
 def probes() -> list[Probe]:
@@ -114,11 +168,3 @@ def register_probe(probe: Probe, *, first: bool = False) -> None:
 def unregister_probe(name: str) -> None:
     _PROBES[:] = [p for p in _PROBES if p.name != name]
 
-
-def _install_cpu_race_detector() -> None:
-    from kernels.traffic.probe import install
-
-    install()
-
-
-_install_cpu_race_detector()

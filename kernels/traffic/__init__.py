@@ -6,8 +6,9 @@ reports, per kernel and per source line, what Nsight Compute reports for the sam
 requests, 32-byte sectors and 128-byte lines, bytes requested against bytes moved, shared-memory
 wavefronts and bank conflicts; plus the data races between threads of a block and pictures for
 the book. Modules: ``record`` (the traced launch), ``requests`` (warp requests, sectors), ``banks``
-(the shared-memory model), ``races``, ``report``, ``plots``, ``testset`` (the kernels validated
-against Nsight Compute), ``probe`` (the grader's race verdict), ``feedback`` (exercise hints).
+(the shared-memory model), ``races``, ``report``, ``plots``, ``probe`` (a launch's races, for the grader),
+``feedback`` (exercise hints). The kernels that validate it against Nsight Compute, and the record
+of that run, are test tooling: tests/tooling/traffic_testset.py and tests/tooling/ncu_h100.json.
 """
 from __future__ import annotations
 

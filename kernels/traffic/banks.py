@@ -20,9 +20,15 @@ The model, for the GPUs of compute capability 5.0 and newer:
 
 Not modelled: compute capability 7.x's packing of 64- and 128-bit loads whose lanes pair up on the
 same address (the forum topic above: "uniform" loads take 2 wavefronts instead of 4).
+
+This is the course's one bank model. :func:`bank_traffic` applies it to every request of a traced
+launch (and is what the Nsight Compute comparison checks); :func:`warp_banks` applies it to one warp
+given as byte addresses; :func:`conflict_ways` and :func:`wavefronts` to one warp given as the 4-byte
+words its lanes touch, the form the chapters, their figures and the exercises use.
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -32,6 +38,12 @@ from .requests import Requests, _expand, _runs
 BANKS = 32
 WORD = 4
 WAVEFRONT_BYTES = 128
+WARP = 32
+
+
+def bank_of(word: int | np.ndarray) -> int | np.ndarray:
+    """The bank that holds 4-byte word ``word`` (byte address // 4) of shared memory."""
+    return word % BANKS
 
 
 def lanes_per_phase(size: int | np.ndarray) -> int | np.ndarray:
@@ -101,10 +113,12 @@ def warp_banks(addresses: np.ndarray, size: int = 4) -> dict[str, np.ndarray | i
     pictures and handy for "predict, then check" exercises.
     """
     addresses = np.asarray(addresses)
+    if addresses.ndim != 1 or len(addresses) > WARP:
+        raise ValueError(f"one warp's request is at most {WARP} lane addresses, got shape {addresses.shape}")
     active = np.isfinite(addresses) & (addresses >= 0) if addresses.dtype.kind == "f" else addresses >= 0
     a = np.where(active, addresses, 0).astype(np.int64)
     words = a // WORD
-    banks = words % BANKS
+    banks = bank_of(words)
     phases = np.arange(len(a)) // lanes_per_phase(size)
     wavefronts = ideal = ways = 0
     for p in np.unique(phases[active]):
@@ -112,10 +126,38 @@ def warp_banks(addresses: np.ndarray, size: int = 4) -> dict[str, np.ndarray | i
         per_bank: dict[int, set[int]] = {}
         for lane in np.flatnonzero(lanes):
             for w in range(int(words[lane]), int((a[lane] + max(size, 1) - 1) // WORD) + 1):
-                per_bank.setdefault(w % BANKS, set()).add(w)
+                per_bank.setdefault(bank_of(w), set()).add(w)
         worst = max(len(s) for s in per_bank.values())
         wavefronts += worst
         ideal += 1
         ways = max(ways, worst)
     return {"bank": np.where(active, banks, -1), "word": np.where(active, words, -1), "active": active,
             "wavefronts": wavefronts, "ideal": ideal, "ways": ways}
+
+
+def _word_addresses(words: Sequence[int | None] | np.ndarray, access_bytes: int) -> np.ndarray:
+    """Byte addresses of the lanes' first words, -1 for an inactive lane (None)."""
+    if access_bytes not in (4, 8, 16):
+        raise ValueError(f"access_bytes must be 4, 8 or 16, not {access_bytes}")
+    lanes = [None if w is None else int(w) for w in words]
+    if any(w is not None and w < 0 for w in lanes):
+        raise ValueError("word indices must be >= 0 (None marks an inactive lane)")
+    return np.array([-1 if w is None else WORD * w for w in lanes], dtype=np.int64)
+
+
+def conflict_ways(words: Sequence[int | None] | np.ndarray, access_bytes: int = 4) -> int:
+    """The worst bank conflict of one warp's shared-memory access: the most different words one bank
+    serves in one phase (1 = conflict-free, 0 = no active lane).
+
+    ``words[l]`` is the first 4-byte word lane ``l`` touches (None: inactive lane); an access of
+    ``access_bytes`` (4, 8 or 16) touches ``access_bytes / 4`` consecutive words. Lanes that touch the
+    same word share it (a broadcast), so only different words count.
+    """
+    return int(warp_banks(_word_addresses(words, access_bytes), access_bytes)["ways"])
+
+
+def wavefronts(words: Sequence[int | None] | np.ndarray, access_bytes: int = 4) -> int:
+    """Wavefronts (passes) one warp's shared-memory access takes: the conflict ways of each phase added
+    up; the ideal is one per phase (1, 2 or 4 for 4-, 8- or 16-byte accesses). ``words`` as in
+    :func:`conflict_ways`."""
+    return int(warp_banks(_word_addresses(words, access_bytes), access_bytes)["wavefronts"])

@@ -23,10 +23,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..cpu import abi
+from .sectors import SECTOR_BYTES as SECTOR
 
 LOAD, STORE, ATOMIC = 0, 1, 2
 OP_NAMES = ("load", "store", "atomic")
-SECTOR, LINE = 32, 128
 
 
 def access_ops(acc: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -12,8 +12,7 @@ import numpy as np
 import pytest
 from kernel_backends import gpu_only
 
-from kernels.kernel_scan import name_expressions_in
-from kernels.sources import source
+from kernels.sources import name_expressions_in, source
 
 BLOCK = 256
 PER_THREAD = 4

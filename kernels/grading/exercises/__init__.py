@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-U32 = 2.0 ** -24  # unit roundoff of float32
+from ...numerics import FLOAT32_U as U32  # the float32 unit roundoff, under the exercises' short name
 
 
 def blocks(n: int, per_block: int) -> int:

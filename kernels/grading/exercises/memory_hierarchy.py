@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...traffic.banks import conflict_ways
 from ..cases import off_multiple, random_prime, uniform
 from ..spec import Case, Exercise, Expected, KernelSpec, LaunchContext, Points, Question
 from . import U32, blocks
@@ -64,14 +65,6 @@ STENCIL = Exercise(
 # --------------------------------------------------------------------------------------------------
 # Bank conflicts by hand
 # --------------------------------------------------------------------------------------------------
-
-
-def conflict_ways(words: list[int], banks: int = 32) -> int:
-    """Distinct 4-byte words the busiest bank must deliver (lanes reading the same word share it)."""
-    per_bank: dict[int, set[int]] = {}
-    for w in words:
-        per_bank.setdefault(w % banks, set()).add(w)
-    return max(len(s) for s in per_bank.values())
 
 
 LANES = range(32)

@@ -3,8 +3,9 @@
 Each entry names a course kernel (its source exists once, under kernels/cuda/) and one launch of a
 fixed, small but realistic size. The same launch runs in three places: on a GPU under ``ncu`` and
 ``compute-sanitizer`` (benchmarks/ncu_validate.py), through ``kernels.analyze`` on the CPU backend,
-and in the tests, which compare the analysis with the numbers recorded in ``ncu_h100.json``
-(derived by hand until a GPU run replaces them with measured ones).
+and in the tests (tests/test_traffic_testset.py), which compare the analysis with the numbers
+recorded in ``ncu_h100.json`` beside this file (derived by hand until a GPU run replaces them with
+measured ones).
 
 ``RULES`` says how a metric is compared; ``TestKernel.informational`` lists metrics that depend on
 the GPU compiler's choices (nvcc may merge four scalar shared loads into one 16-byte load where
@@ -14,11 +15,15 @@ issue it), reported but not required to match.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np
+
+from kernels.cpu.raw import global_kernels
+from kernels.sources import name_expressions_in, source
+from kernels.traffic.analysis import analyze, source_of
 
 EXPECTATIONS = Path(__file__).with_name("ncu_h100.json")
 
@@ -227,13 +232,6 @@ def kernel_name(kernel: TestKernel | RaceKernel) -> str:
 def analyze_kernel(kernel: TestKernel | RaceKernel, **options: Any) -> Any:
     """``kernels.analyze`` of one test-set launch on the CPU backend (only the traced build is compiled:
     one per source file, with every kernel of the file)."""
-    from dataclasses import replace
-
-    from ..cpu.raw import global_kernels
-    from ..kernel_scan import name_expressions_in
-    from ..sources import source
-    from .analysis import analyze, source_of
-
     code = source(kernel.source)
     name = kernel_name(kernel)
     entries = tuple(dict.fromkeys([*name_expressions_in(code), *global_kernels(code), name]))

@@ -6,7 +6,8 @@ Kernels live in ``kernels/cuda/**/*.cu``, and small experiments live as strings 
 constants defined in the same or an earlier cell.
 
 Conventions a ``.cu`` file can state in comment lines:
-``// name_expressions: foo<float, 256>, foo<double, 128>`` instantiates template kernels, and
+``// name_expressions: foo<float, 256>, foo<double, 128>`` instantiates template kernels (read by
+``kernels.sources.name_expressions_in``, which the CPU backend uses too), and
 ``// min_arch: sm_80`` marks a kernel that needs a newer GPU than the T4 (compiled only from there).
 """
 from __future__ import annotations
@@ -19,10 +20,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Iterator
 
-from .signature import split_top_level
+from kernels.sources import name_expressions_in
 
 CALLS = {"RawKernel", "RawModule", "load_kernel", "resource_report"}
-_NAME_EXPR = re.compile(r"^\s*//\s*name_expressions\s*:\s*(.+?)\s*$", re.MULTILINE)
 _MIN_ARCH = re.compile(r"^\s*//\s*min_arch\s*:\s*(sm_\d+)\s*$", re.MULTILINE)
 
 
@@ -46,14 +46,6 @@ class CudaSnippet:
 
 def _arch_number(arch: str) -> int:
     return int(re.sub(r"\D", "", arch) or 0)
-
-
-def name_expressions_in(code: str) -> tuple[str, ...]:
-    """Template instantiations requested by ``// name_expressions:`` comment lines."""
-    found: list[str] = []
-    for line in _NAME_EXPR.findall(code):
-        found += split_top_level(line)
-    return tuple(dict.fromkeys(found))
 
 
 def min_arch_in(code: str) -> str | None:
