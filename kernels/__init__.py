@@ -19,12 +19,14 @@ _EXPORTS: dict[str, str] = {
     # CUDA C sources
     "source": "sources", "show_source": "sources", "all_sources": "sources",
     # compile and launch
-    "load_kernel": "compile", "Kernel": "compile", "ceil_div": "compile",
+    "load_kernel": "compile", "load_module": "compile", "Kernel": "compile", "Module": "compile",
+    "ceil_div": "launch",
     "parse_signature": "signature", "KernelArgumentError": "signature",
     "compile_cuda": "nvrtc", "CudaCompileError": "nvrtc",
     "resource_report": "resources", "ResourceReport": "resources",
     # the device and its ceilings
     "device_info": "device", "provenance": "device",
+    "use_profile": "profile", "gpu_profile": "profile",  # run a big GPU as a T4 (COURSE_GPU_PROFILE)
     "benchmark": "timing", "Timing": "timing", "gbps": "timing", "tflops": "timing",
     "ceilings": "ceilings", "Ceilings": "ceilings",
     "roofline_plot": "roofline", "attainable_tflops": "roofline", "ridge_point": "roofline",

@@ -7,6 +7,10 @@ On the CPU backend (no GPU) ``device_info()`` describes the CPU backend in the s
 limits it checks launches against, one "SM" (one core runs the blocks one after another), None
 for what has no meaning there (registers, clocks), and this computer's cache and memory sizes.
 ``provenance()`` still needs a GPU: it says where a notebook's GPU measurements came from.
+
+Under a GPU profile (``kernels.profile``, e.g. COURSE_GPU_PROFILE=t4) ``device_info()`` reports the
+profile's GPU, named "T4 profile on <the real GPU>"; ``physical_device_info()`` is the real GPU, for
+the few things that must act on the hardware itself (the L2 flush of the timings).
 """
 from __future__ import annotations
 
@@ -56,10 +60,16 @@ class DeviceInfo:
     cuda_driver: str
     cupy_version: str
     backend: str = "cupy"
+    profile: str | None = None  # "t4" when a GPU profile (kernels.profile) is reported, not the real GPU
 
     @property
     def on_cpu_backend(self) -> bool:
         return self.backend == "cpu"
+
+    @property
+    def on_profile(self) -> bool:
+        """True when these are a GPU profile's numbers (a big GPU running, say, T4 code), not the device's."""
+        return self.profile is not None
 
     @property
     def theoretical_dram_gbps(self) -> float | None:
@@ -101,6 +111,11 @@ class DeviceInfo:
         if peak is not None:
             rows.append(("theoretical DRAM bandwidth (datasheet)", f"{peak:.0f} GB/s"))
         rows.append(("copy engines", str(self.async_engine_count)))
+        if self.on_profile:
+            key = str(self.profile).upper()
+            rows.insert(1, ("profile", f"{key}: the GPU named above runs code compiled for the {key} "
+                                       f"(compute capability {self.compute_capability}) under the {key}'s "
+                                       f"limits listed here; its times are not {key} measurements"))
         rows.append(("CUDA runtime / driver, CuPy",
                      f"{self.cuda_runtime} / {self.cuda_driver}, {self.cupy_version}"))
         return InfoTable(rows)
@@ -278,7 +293,17 @@ def cpu_backend_info() -> DeviceInfo:
 
 
 def device_info() -> DeviceInfo:
-    """The current GPU's properties (read once per device); on the CPU backend, `cpu_backend_info()`."""
+    """The current GPU's properties (read once per device); on the CPU backend, `cpu_backend_info()`.
+
+    Under a GPU profile (kernels.profile) the profile's limits and sizes, named as such.
+    """
+    from kernels.profile import apply_to_device_info
+
+    return apply_to_device_info(physical_device_info())
+
+
+def physical_device_info() -> DeviceInfo:
+    """The GPU itself, whatever profile is in force; on the CPU backend, `cpu_backend_info()`."""
     from kernels.backend import backend_name, require_gpu
 
     if backend_name() == "cpu":
@@ -292,12 +317,21 @@ def device_info() -> DeviceInfo:
 def provenance() -> dict[str, str]:
     """Where a notebook's numbers came from: GPU, compute capability, CUDA, CuPy, today's date.
 
+    Under a GPU profile "gpu" names both ("T4 profile on NVIDIA H200"), and "profile" and
+    "profile_note" say that the numbers are the real GPU running the profile's code.
     Raises NoGPUError without a GPU (also on the CPU backend): only a GPU run has provenance.
     """
     from kernels.backend import require_gpu
+    from kernels.profile import PROFILES, provenance_note
 
     require_gpu("provenance()")
     info = device_info()
+    extra = {}
+    if info.on_profile:
+        real = physical_device_info()
+        extra = {"profile": str(info.profile), "physical_gpu": real.name,
+                 "physical_compute_capability": real.compute_capability,
+                 "profile_note": provenance_note(PROFILES[str(info.profile)], real.name)}
     return {
         "gpu": info.name,
         "compute_capability": info.compute_capability,
@@ -305,4 +339,5 @@ def provenance() -> dict[str, str]:
         "cuda_driver": info.cuda_driver,
         "cupy": info.cupy_version,
         "date": datetime.date.today().isoformat(),
+        **extra,
     }

@@ -243,9 +243,9 @@ def _flush_buffer(device_id: int) -> Any:
     if buffer is None:
         import cupy
 
-        from kernels.device import device_info
+        from kernels.device import physical_device_info  # the real L2, also under a GPU profile
 
-        size = max(FLUSH_FACTOR * device_info().l2_bytes, _MIN_FLUSH_BYTES)
+        size = max(FLUSH_FACTOR * physical_device_info().l2_bytes, _MIN_FLUSH_BYTES)
         size = -(-size // (1 << 20)) * (1 << 20)  # whole MiB
         with cupy.cuda.Device(device_id):
             buffer = cupy.empty(size, dtype=np.uint8)

@@ -376,3 +376,49 @@ def test_execute_records_provenance_and_hash(tmp_path: Path, monkeypatch: pytest
     assert any("does not name the recorded GPU" in line for line in nbtools.check(root / "book", root / "_config.yml", root))
     table = capsys.readouterr().out
     assert "ch.ipynb" in table and "ok" in table
+
+
+def _second_run(root: Path, gpu: str, folder: str | None = None) -> Path:
+    """A chapter's run on another GPU, kept in book/runs/<gpu>/ as `execute --second-run` keeps it."""
+    nb = nbtools.read_notebook(_pair(root).ipynb)
+    nbtools.set_provenance(nb, {**PROVENANCE, "gpu": gpu}, wall_seconds=2.0)
+    path = root / "book" / nbtools.RUNS / (folder or nbtools.gpu_slug(gpu)) / "ch.ipynb"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    nbtools.write_notebook(nb, path)
+    return path
+
+
+def test_gpu_slug_names_a_folder_per_gpu() -> None:
+    assert nbtools.gpu_slug("NVIDIA H200") == "h200"
+    assert nbtools.gpu_slug("NVIDIA H100 80GB HBM3") == "h100-80gb-hbm3"
+    assert nbtools.gpu_slug("Tesla T4") == "tesla-t4"
+
+
+def test_a_second_gpu_run_passes_check_until_the_code_changes(tmp_path: Path) -> None:
+    root = _repo(tmp_path)
+    _cli(root, "sync")
+    _fake_gpu_run(root)
+    run = _second_run(root, "NVIDIA H200")
+    assert _cli(root, "check").returncode == 0
+    md = root / "book" / "ch.md"
+    md.write_text(md.read_text().replace("x = 21", "x = 22"))
+    _cli(root, "sync")
+    _fake_gpu_run(root)  # the main run is redone; the H200 run is not
+    done = _cli(root, "check")
+    lines = done.stdout.strip().splitlines()
+    assert done.returncode == 1 and len(lines) == 1, lines
+    assert "book/runs/h200/ch.ipynb" in lines[0] and "--second-run" in lines[0] and "delete" in lines[0]
+    run.unlink()
+    assert _cli(root, "check").returncode == 0
+
+
+def test_a_second_run_in_another_gpu_s_folder_or_of_no_chapter_is_reported(tmp_path: Path) -> None:
+    root = _repo(tmp_path)
+    _cli(root, "sync")
+    _fake_gpu_run(root)
+    _second_run(root, "NVIDIA H200", folder="h100-80gb-hbm3")
+    orphan = root / "book" / nbtools.RUNS / "h200" / "gone.ipynb"
+    orphan.parent.mkdir(parents=True, exist_ok=True)
+    nbtools.write_notebook(nbformat.v4.new_notebook(), orphan)
+    out = _cli(root, "check").stdout
+    assert "kept in the folder of another GPU" in out and "no chapter book/gone.md" in out, out

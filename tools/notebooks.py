@@ -4,10 +4,16 @@ record where their outputs came from.
     python tools/notebooks.py sync [book/<chapter>.md ...]      # md -> ipynb, keeps unchanged outputs
     python tools/notebooks.py check                              # exit 1 on any problem, one line each
     python tools/notebooks.py execute book/<chapter>.ipynb ...   # on a GPU machine
+    python tools/notebooks.py execute --second-run book/<chapter>.ipynb ...   # another GPU's run, kept beside it
 
 Why: the website and Colab show the .ipynb, whose outputs can only be made on a GPU, while authors
 edit the .md. ``check`` (run by the tests) makes sure the two never drift apart and that every number
 on the website comes from a recorded GPU run of exactly the code shown next to it.
+
+A chapter's own .ipynb is its main run, the one its prose quotes. Runs of the same code on other GPUs
+are kept in book/runs/<gpu>/<chapter>.ipynb (``--second-run``), each with its own provenance; the
+website lets a reader switch an explorer between them, and ``check`` holds them to the same rule
+(a run of code that has changed since is stale).
 
 The pure functions here are imported by tests/test_notebooks.py. jupytext, nbclient and jupyter_client
 are imported only where needed, so the GPU machine can run ``execute`` with just nbclient, nbformat,
@@ -34,6 +40,7 @@ import nbformat
 ROOT = Path(__file__).resolve().parents[1]
 BOOK = ROOT / "book"
 CONFIG = ROOT / "_config.yml"
+RUNS = "runs"  # book/runs/<gpu>/<chapter>.ipynb: the same chapters run on other GPUs
 
 #: Keys that ``kernels.device.provenance()`` returns and every GPU notebook must record.
 PROVENANCE_KEYS = ("gpu", "compute_capability", "cuda_runtime", "cuda_driver", "cupy", "date")
@@ -417,7 +424,40 @@ def check(book: Path = BOOK, config_path: Path = CONFIG, root: Path = ROOT) -> l
         lines += [f"{prefix}: {problem}" for problem in pair_problems(pair, config, root)]
     for orphan in orphan_notebooks(book):
         lines.append(f"{_posix_relative(orphan, root)}: no paired .md with a jupytext header")
+    for run in second_runs(book):
+        lines += [f"{_posix_relative(run, root)}: {problem}" for problem in second_run_problems(run, book, root)]
     return lines
+
+
+def gpu_slug(gpu: str) -> str:
+    """The folder name of a GPU's runs: 'NVIDIA H200' -> 'h200', 'NVIDIA H100 80GB HBM3' -> 'h100-80gb-hbm3'."""
+    name = re.sub(r"^nvidia\s+", "", gpu.strip(), flags=re.IGNORECASE)
+    return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-") or "gpu"
+
+
+def second_runs(book: Path = BOOK) -> list[Path]:
+    """Every kept run of a chapter on another GPU."""
+    return sorted((book / RUNS).glob("*/*.ipynb"))
+
+
+def second_run_problems(run: Path, book: Path = BOOK, root: Path = ROOT) -> list[str]:
+    """A second run must belong to a chapter, name the GPU of its folder, and be a run of the
+    chapter's current code (else it is stale: run it again on that GPU, or delete it)."""
+    md = book / f"{run.stem}.md"
+    if not md.exists() or not is_paired_markdown(md):
+        return [f"no chapter book/{run.stem}.md for this run"]
+    nb = read_notebook(run)
+    provenance = get_provenance(nb)
+    if not provenance:
+        return ["no GPU provenance"]
+    problems = []
+    if gpu_slug(str(provenance.get("gpu", ""))) != run.parent.name:
+        problems.append(f"recorded on {provenance.get('gpu')!r}, kept in the folder of another GPU ({run.parent.name})")
+    if code_hash(read_markdown(md)) != code_hash(nb) or nb.metadata.get("course", {}).get("code_sha256") != code_hash(nb):
+        problems.append(f"a run of code that has changed since ({provenance.get('gpu')}, {provenance.get('date')}): run "
+                        f"`python tools/notebooks.py execute --second-run book/{run.stem}.ipynb` on that GPU, or "
+                        f"delete this file")
+    return problems
 
 
 # --------------------------------------------------------------------------- execution (GPU)
@@ -452,6 +492,9 @@ def gpu_provenance() -> dict[str, Any]:
     missing = [key for key in PROVENANCE_KEYS if key not in provenance]
     if missing:
         raise RuntimeError(f"kernels.device.provenance() lacks {missing}")
+    if provenance.get("profile"):  # a big GPU running T4 code: never the book's record of a GPU
+        raise RuntimeError(f"{provenance['gpu']} is a GPU profile, not a GPU to record: unset COURSE_GPU_PROFILE "
+                           "(tools/t4_profile.py runs the chapters under the profile without recording them)")
     return provenance
 
 
@@ -497,8 +540,11 @@ def run_notebook(nb: nbformat.NotebookNode, timeout: int, cwd: Path = BOOK) -> f
     return time.perf_counter() - start
 
 
-def execute(paths: Iterable[Path], timeout: int, failed_dir: Path | None = None) -> int:
-    """Sync, run and stamp each chapter; print a summary table; 0 when every notebook ran."""
+def execute(paths: Iterable[Path], timeout: int, failed_dir: Path | None = None, second_run: bool = False) -> int:
+    """Sync, run and stamp each chapter; print a summary table; 0 when every notebook ran.
+
+    With ``second_run`` the chapter's own .ipynb (its main run) is left as it is and the run is saved
+    to book/runs/<gpu>/<chapter>.ipynb."""
     try:
         provenance = gpu_provenance()
     except RuntimeError as exc:
@@ -524,7 +570,11 @@ def execute(paths: Iterable[Path], timeout: int, failed_dir: Path | None = None)
             rows.append((pair.ipynb.name, "FAILED", "-", last[-1][:80]))
             continue
         set_provenance(nb, provenance, wall)
-        write_notebook(nb, pair.ipynb)
+        target = pair.ipynb
+        if second_run:
+            target = pair.ipynb.parent / RUNS / gpu_slug(provenance["gpu"]) / pair.ipynb.name
+            target.parent.mkdir(parents=True, exist_ok=True)
+        write_notebook(nb, target)
         cells = sum(cell.cell_type == "code" for cell in nb.cells)
         rows.append((pair.ipynb.name, "ok", f"{wall:.1f}", f"{cells} code cells"))
     print(f"\nGPU: {provenance['gpu']} · CUDA runtime {provenance['cuda_runtime']} · "
@@ -551,6 +601,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     execute_cmd.add_argument("--timeout", type=int, default=900, help="seconds per cell (default 900)")
     execute_cmd.add_argument("--failed-dir", type=Path, default=None,
                              help="save a failed notebook, with the outputs it reached, into this folder")
+    execute_cmd.add_argument("--second-run", action="store_true",
+                             help="keep the chapters' own runs; save this GPU's run to book/runs/<gpu>/")
     args = parser.parse_args(argv)
     root = args.root.resolve()
     book, config_path = root / "book", root / "_config.yml"
@@ -572,7 +624,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if not problems:
             print(f"ok: {len(find_pairs(book))} chapter notebooks in sync, executed on a GPU, setup cells identical")
         return 1 if problems else 0
-    return execute(args.paths, args.timeout, args.failed_dir)
+    return execute(args.paths, args.timeout, args.failed_dir, args.second_run)
 
 
 if __name__ == "__main__":

@@ -38,7 +38,7 @@ SMALL_ANSWER_BYTES = 1 << 20
 PASSED_VARIABLES = ("PATH", "LD_LIBRARY_PATH", "CUDA_VISIBLE_DEVICES", "CUDA_PATH", "CUDA_HOME", "CXX", "LANG",
                     "LC_ALL", "COURSE_BACKEND", "COURSE_CPU_CACHE", "COURSE_CPU_TIME_LIMIT", "XDG_CACHE_HOME",
                     "NVIDIA_VISIBLE_DEVICES", "NVIDIA_DRIVER_CAPABILITIES", "CUPY_ACCELERATORS",
-                    "CUPY_NVRTC_SEARCH_PATH", "NUMBA_CUDA_DRIVER")
+                    "CUPY_NVRTC_SEARCH_PATH", "NUMBA_CUDA_DRIVER", "COURSE_GPU_PROFILE")
 SEED_VARIABLE = "COURSE_GRADING_SEED"
 JUDGED_SCRATCH = "/tmp/course-judged"  # inside the namespaces, /tmp is an empty file system of its own
 EMPTY_KERNEL = 'extern "C" __global__ void course_empty_kernel(int* x) { if (x) x[0] = 0; }\n'
