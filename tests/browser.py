@@ -61,8 +61,8 @@ def _as_url(url_or_path: str | os.PathLike[str]) -> str:
 
 
 @contextmanager
-def open_page(url_or_path: str | os.PathLike[str], width: int = 1200, height: int = 900) -> Iterator["object"]:
-    """A fresh headless Chromium (own profile directory) showing the page; closed on exit."""
+def browser(width: int = 1200, height: int = 900) -> Iterator["object"]:
+    """A fresh headless Chromium (own profile directory, console messages kept); closed on exit."""
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
 
@@ -73,11 +73,50 @@ def open_page(url_or_path: str | os.PathLike[str], width: int = 1200, height: in
         options.add_argument(flag)
     options.add_argument(f"--user-data-dir={profile}")
     options.add_argument(f"--window-size={width},{height}")
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
     driver = webdriver.Chrome(service=Service(executable_path=CHROMEDRIVER), options=options)
     try:
         driver.set_page_load_timeout(60)
-        driver.get(_as_url(url_or_path))
         yield driver
     finally:
         driver.quit()
         shutil.rmtree(profile, ignore_errors=True)
+
+
+def set_viewport(driver: "object", width: int, height: int = 900) -> None:
+    """Make the page's layout viewport exactly ``width`` CSS pixels wide, as a phone or a desktop
+    window would (the window size alone leaves the width of the browser's own frame uncertain)."""
+    driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",
+                           {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": False})
+
+
+def load(driver: "object", url_or_path: str | os.PathLike[str]) -> None:
+    """Open a page (a URL or a local file) in a running browser."""
+    driver.get(_as_url(url_or_path))
+
+
+@contextmanager
+def open_page(url_or_path: str | os.PathLike[str], width: int = 1200, height: int = 900) -> Iterator["object"]:
+    """A fresh headless Chromium showing the page; closed on exit."""
+    with browser(width, height) as driver:
+        load(driver, url_or_path)
+        yield driver
+
+
+def console_errors(driver: "object") -> list[str]:
+    """The browser console's errors since the last call (Chromium hands each message out once)."""
+    return [entry["message"] for entry in driver.get_log("browser") if entry.get("level") == "SEVERE"]
+
+
+def favicon_problem(driver: "object") -> str | None:
+    """Why the open page shows no favicon (no ``<link rel="icon">``, or an image that does not load),
+    or None when it does."""
+    return driver.execute_async_script("""
+        const done = arguments[arguments.length - 1];
+        const link = document.querySelector('link[rel~="icon"]');
+        if (!link) { done('no <link rel="icon"> in the page'); return; }
+        const image = new Image();
+        image.onload = () => done(image.naturalWidth > 0 ? null : `${link.href} loads with no size`);
+        image.onerror = () => done(`${link.href} does not load`);
+        image.src = link.href;
+    """)

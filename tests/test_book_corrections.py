@@ -10,6 +10,7 @@ mistake comes back.
 - Measuring kernels: the profiler table's two halves come from two versions of the kernel.
 - Coalescing and memory hierarchy: figures nobody recorded a measurement of (H200 figures that came with
   the experiments) are not used as evidence in the prose.
+- Exercise pages: no result credited to a run nobody recorded, no source the reader cannot see.
 """
 from __future__ import annotations
 
@@ -161,3 +162,20 @@ def test_memory_hierarchy_quotes_no_unrecorded_h200_timings():
     assert "H200" not in text
     for figure in ("14.37 µs", "4.60 µs"):
         assert figure not in text
+
+
+# --------------------------------------------------------------------------- exercise pages
+
+
+def test_exercise_pages_cite_no_source_the_reader_cannot_see():
+    """The exercise pages are on the website too: no "the notes printed ..." (softmax_overflow_fix once
+    quoted a printed result of a run nobody recorded)."""
+    from test_book_voice import NOTES
+
+    pages = sorted((ROOT / "exercises").glob("*/*.md"))
+    assert len(pages) >= 20
+    hits = [f"{page.relative_to(ROOT)}: {m.group(0)!r}" for page in pages
+            for m in NOTES.finditer(page.read_text(encoding="utf-8"))]
+    assert not hits, hits
+    overflow = (ROOT / "exercises" / "softmax" / "softmax_overflow_fix.md").read_text(encoding="utf-8")
+    assert "[0, 0, 0, nan]" not in overflow and "inf / inf = NaN" in overflow

@@ -308,3 +308,64 @@ def test_the_online_softmax_butterfly_rounds_its_products_separately():
     butterfly = butterfly[:butterfly.index("m = m_new;")]
     merge = [line for line in butterfly.splitlines() if line.strip().startswith("d =")]
     assert merge and all("__fmul_rn" in line and "__fadd_rn" in line for line in merge), merge
+
+
+# --------------------------------------------------------------------------------------------------
+# The website's Exercises part
+# --------------------------------------------------------------------------------------------------
+
+def _toc_files() -> list[str]:
+    def walk(node) -> list[str]:
+        if isinstance(node, dict):
+            return ([node["file"]] if "file" in node else []) + [f for v in node.values() for f in walk(v)]
+        if isinstance(node, list):
+            return [f for item in node for f in walk(item)]
+        return []
+    return walk(yaml.safe_load((ROOT / "_toc.yml").read_text(encoding="utf-8")))
+
+
+def test_the_website_has_a_page_for_every_exercise() -> None:
+    """Each exercise notebook is a page of the site, under its chapter's index page."""
+    files = _toc_files()
+    missing = [i for i in IDS if f"exercises/{i}" not in files]
+    assert missing == [], f"exercises without a page in _toc.yml: {missing}"
+    for chapter in extool.chapters_with_exercises():
+        assert f"book/exercises/{chapter}" in files and extool.site_index_path(chapter).is_file(), chapter
+        index = extool.site_index_path(chapter).read_text(encoding="utf-8")
+        for ex in EXERCISES.values():
+            if ex.chapter == chapter:
+                assert f"](../../exercises/{chapter}/{ex.name}.ipynb)" in index, (chapter, ex.name)
+
+
+@pytest.mark.parametrize("exercise_id", IDS)
+def test_no_page_of_an_exercise_holds_its_solution(exercise_id: str) -> None:
+    """The site renders the student notebook and the chapter's index page: neither may contain the text
+    of any SOLUTION region (compared with whitespace collapsed)."""
+    ex = EXERCISES[exercise_id]
+    nb = json.loads((ROOT / "exercises" / ex.chapter / f"{ex.name}.ipynb").read_text(encoding="utf-8"))
+    shown = "\n".join("".join(cell["source"]) for cell in nb["cells"])
+    shown += extool.site_index_path(ex.chapter).read_text(encoding="utf-8")
+    flat = " ".join(shown.split())
+    regions = extool.solution_regions(exercise_id)
+    assert regions, f"{exercise_id} has no SOLUTION region"
+    leaked = [r for r in regions if " ".join(r.split()) in flat]
+    assert leaked == [], f"solution text shown to students: {leaked}"
+
+
+def test_check_reports_a_missing_or_stale_site_page(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    pages = tmp_path / "exercises"
+    pages.mkdir()
+    for chapter in extool.chapters_with_exercises():
+        (pages / f"{chapter}.md").write_text(extool.site_index_page(chapter), encoding="utf-8")
+    toc = tmp_path / "_toc.yml"
+    toc.write_text(extool.toc_text((ROOT / "_toc.yml").read_text(encoding="utf-8")), encoding="utf-8")
+    monkeypatch.setattr(extool, "SITE_PAGES", pages)
+    monkeypatch.setattr(extool, "TOC", toc)
+    assert extool.stale_site_files() == []
+
+    (pages / "reduce.md").unlink()
+    first = next(iter(EXERCISES.values()))
+    toc.write_text(toc.read_text(encoding="utf-8").replace(f"exercises/{first.id}\n", ""), encoding="utf-8")
+    found = extool.stale_site_files()
+    assert any("reduce.md is missing" in line for line in found), found
+    assert any("_toc.yml is stale" in line for line in found), found

@@ -1,4 +1,5 @@
-"""The built website (``_build/html``, made by ``make book``), checked the way a reader sees it.
+"""The built website (``_build/html``, made by ``make book``; ``COURSE_SITE`` points to another build),
+checked the way a reader sees it.
 
 Static checks read the HTML; the rest open pages in headless Chromium (tests/browser.py), because only
 a browser tells whether plots load and the recorded explorers respond without a kernel or network.
@@ -8,6 +9,7 @@ GPU name that its .ipynb holds.
 from __future__ import annotations
 
 import html
+import os
 import re
 import sys
 from pathlib import Path
@@ -16,16 +18,20 @@ from urllib.parse import urlparse
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-SITE = ROOT / "_build" / "html"
+SITE = Path(os.environ.get("COURSE_SITE", ROOT / "_build" / "html"))
 sys.path.insert(0, str(ROOT / "tools"))
 sys.path.insert(0, str(ROOT / "tests"))
 
+import exercises as extool  # noqa: E402
 import notebooks as nbtools  # noqa: E402
-from browser import open_page, require_chromium  # noqa: E402
+from browser import browser, console_errors, favicon_problem, load, open_page, require_chromium  # noqa: E402
+
+from kernels.grading.registry import all_exercises  # noqa: E402
 
 CONFIG = nbtools.read_config()
 CHAPTERS = [pair for pair in nbtools.find_pairs() if pair.ipynb.exists()]
 IDS = [pair.name for pair in CHAPTERS]
+EXERCISE_IDS = list(all_exercises())
 WIDGET_VIEW_SCRIPT = re.compile(r'<script[^>]*type="application/vnd\.jupyter\.widget-view\+json"', re.I)
 
 
@@ -159,3 +165,111 @@ def test_cpu_backend_page_shows_the_traffic_pictures_made_at_build_time() -> Non
     images = re.findall(r'<img [^>]*src="\.\./_images/[^"]+\.png"', text)
     assert len(images) >= 3, images
     assert "8 per request; 4 would do" in html.unescape(text)
+
+
+# --------------------------------------------------------------------------------------------------
+# Exercise pages
+# --------------------------------------------------------------------------------------------------
+
+def _visible_text(page: Path) -> str:
+    """The page's text as a reader sees it (code included), whitespace collapsed."""
+    text = page.read_text(encoding="utf-8")
+    text = re.sub(r"<(script|style)\b.*?</\1>", " ", text, flags=re.S | re.I)
+    return " ".join(html.unescape(re.sub(r"<[^>]+>", "", text)).split())
+
+
+@pytest.mark.parametrize("exercise_id", EXERCISE_IDS)
+def test_every_exercise_has_a_page_with_its_task_starter_and_colab_button(exercise_id: str) -> None:
+    page = _site() / "exercises" / f"{exercise_id}.html"
+    assert page.exists(), f"{exercise_id} has no page: run `python tools/exercises.py build`, then build the site"
+    assert LAUNCH_BUTTON.findall(page.read_text(encoding="utf-8")) == [f"{_colab_base()}exercises/{exercise_id}.ipynb"]
+    text = _visible_text(page)
+    for heading in ("Task", "Check", "How this exercise is graded"):
+        assert heading in text, f"{exercise_id}: no '{heading}' on the page"
+    starter = " ".join(extool.starter(exercise_id).split())
+    assert starter in text, f"{exercise_id}: the page does not show the starter code"
+
+
+def test_no_page_of_the_site_shows_solution_code() -> None:
+    """Every page, chapters included, searched for the text of every SOLUTION region."""
+    pages = {str(p.relative_to(_site())): _visible_text(p) for p in _site().rglob("*.html")}
+    leaks = [f"{page}: {exercise_id}: {region[:60]!r}"
+             for exercise_id in EXERCISE_IDS for region in extool.solution_regions(exercise_id)
+             for page, text in pages.items() if " ".join(region.split()) in text]
+    assert leaks == [], "solution code on the website:\n" + "\n".join(leaks)
+
+
+def test_chapter_index_pages_link_every_exercise_page() -> None:
+    for chapter in extool.chapters_with_exercises():
+        page = _site() / "book" / "exercises" / f"{chapter}.html"
+        assert page.exists(), f"no exercise index page for {chapter}"
+        article = re.search(r"<article\b.*?</article>", page.read_text(encoding="utf-8"), re.S)
+        assert article, f"{page.name}: no <article>"
+        links = set(re.findall(r'href="\.\./\.\./exercises/([^"#]+)\.html"', article.group(0)))
+        assert links == {f"{chapter}/{ex.name}" for ex in all_exercises().values()
+                         if ex.chapter == chapter}, chapter
+
+
+# --------------------------------------------------------------------------------------------------
+# Every page: launch buttons, favicon, MathJax, console
+# --------------------------------------------------------------------------------------------------
+
+def test_every_launch_button_opens_a_notebook_of_this_repository() -> None:
+    """Colab opens only notebooks: a page whose source is not an .ipynb in the repository has no button."""
+    base = _colab_base()
+    broken = [f"{page.relative_to(_site())}: {url}" for page in _site().rglob("*.html")
+              for url in LAUNCH_BUTTON.findall(page.read_text(encoding="utf-8"))
+              if not (url.startswith(base) and url.endswith(".ipynb") and (ROOT / url[len(base):]).is_file())]
+    assert broken == [], "launch buttons Colab cannot open:\n" + "\n".join(broken)
+    assert not LAUNCH_BUTTON.findall((_site() / "book" / "cpu_backend.html").read_text(encoding="utf-8"))
+
+
+def test_mathjax_is_served_with_the_site() -> None:
+    """An offline copy must still typeset formulas: MathJax and its fonts come from _static, not a CDN."""
+    sources = {src for page in _site().rglob("*.html")
+               for src in re.findall(r'<script[^>]*src="([^"]*mathjax[^"]*)"', page.read_text(encoding="utf-8"))}
+    assert sources, "no page loads MathJax"
+    remote = sorted(src for src in sources if "://" in src)
+    assert remote == [], f"MathJax loaded from the network: {remote}"
+    assert (_site() / "_static" / "mathjax" / "output" / "chtml" / "fonts" / "woff-v2").is_dir()
+
+
+def _pages_to_open() -> list[Path]:
+    """The landing page, the CPU-backend page, one chapter, and every exercise page and index page."""
+    site = _site()
+    pages = [site / "book" / "intro.html", site / "book" / "cpu_backend.html", site / "book" / "reduce.html"]
+    pages += sorted((site / "book" / "exercises").glob("*.html")) + sorted((site / "exercises").rglob("*.html"))
+    return [p for p in pages if p.exists()]
+
+
+def test_pages_log_no_console_errors_and_show_the_favicon() -> None:
+    pages = _pages_to_open()
+    require_chromium()
+    found = []
+    with browser(1400, 900) as driver:
+        for page in pages:
+            load(driver, page)
+            problem = favicon_problem(driver)
+            found += [f"{page.relative_to(SITE)}: {message}" for message in console_errors(driver)]
+            found += [f"{page.relative_to(SITE)}: {problem}"] if problem else []
+    assert found == [], "\n".join(found)
+
+
+def test_formulas_are_typeset_without_the_network() -> None:
+    page = next((p for p in sorted((_site() / "book").glob("*.html"))
+                 if 'class="math' in p.read_text(encoding="utf-8")), None)
+    assert page is not None, "no page with a formula"
+    require_chromium()
+    with open_page(page) as driver:
+        result = driver.execute_async_script("""
+            const done = arguments[arguments.length - 1];
+            const report = () => done({
+                typeset: document.querySelectorAll('mjx-container').length,
+                remote: performance.getEntriesByType('resource').map(e => e.name).filter(n => /^https?:/.test(n)),
+            });
+            if (!window.MathJax || !MathJax.startup) { done({error: 'MathJax did not load'}); return; }
+            MathJax.startup.promise.then(report, e => done({error: String(e)}));
+        """)
+    assert "error" not in result, result
+    assert result["typeset"] > 0, f"{page.name}: no formula typeset"
+    assert result["remote"] == [], f"{page.name} fetched from the network: {result['remote']}"

@@ -4,7 +4,8 @@
 // add_one_offset:  a[i + offset] += 1 for i < n. a holds at least n + offset floats.
 // add_one_strided: a[i * stride] += 1 for i < n. a holds at least (n - 1) * stride + 1 floats.
 //
-// Elements that the pattern skips are left as they are. A grid-stride loop, as in access_patterns.cu.
+// Elements that the pattern skips are left as they are. A grid-stride loop, as in
+// access_patterns.cu.
 extern "C" __global__ void add_one_offset(float* a, int n, int offset)
 {
     for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {

@@ -19,7 +19,12 @@
 //                  stored to shared memory on its own (a scalar store), so the odd
 //                  pitch never creates a misaligned vector access.
 //
-// name_expressions: transpose_tiled<32, 8, 0>, transpose_tiled<32, 8, 1>, transpose_tiled<16, 4, 1>, transpose_tiled<16, 8, 1>, transpose_tiled<16, 16, 1>, transpose_tiled<32, 4, 1>, transpose_tiled<32, 16, 1>, transpose_tiled<32, 32, 1>, transpose_tiled<64, 4, 1>, transpose_tiled<64, 8, 1>, transpose_tiled<64, 16, 1>, transpose_tiled<16, 2, 1>, transpose_tiled<16, 1, 1>, transpose_tiled<32, 2, 1>
+// name_expressions: transpose_tiled<32, 8, 0>, transpose_tiled<32, 8, 1>, transpose_tiled<16, 4, 1>
+// name_expressions: transpose_tiled<16, 8, 1>, transpose_tiled<16, 16, 1>
+// name_expressions: transpose_tiled<32, 4, 1>, transpose_tiled<32, 16, 1>
+// name_expressions: transpose_tiled<32, 32, 1>, transpose_tiled<64, 4, 1>
+// name_expressions: transpose_tiled<64, 8, 1>, transpose_tiled<64, 16, 1>
+// name_expressions: transpose_tiled<16, 2, 1>, transpose_tiled<16, 1, 1>, transpose_tiled<32, 2, 1>
 
 extern "C" __global__ void copy_tiled(const float* __restrict__ in,
                                       float* __restrict__ out,

@@ -7,71 +7,76 @@
 // percentages are of the flat copy's bandwidth at the same shape.
 //
 // An output row is `rows` floats long. When rows % 8 != 0, output row orow starts at float
-// orow * rows, part-way into a 32-byte sector (8 floats), and its misalignment m = (row address / 4)
-// % 8 changes from row to row. In every row with m != 0, a warp of transpose_tiled<32, R, 1> stores
-// its 32 floats (128 bytes) into 5 sectors instead of 4, two of them only partly written. The padded
-// transpose_tiled<32, 8, 1> reached 90.5 % at 8192 x 8192 but 60.9 % at 8191 x 8193, 60.5 % at
-// 8193 x 8192, 72.4 % at 8196 x 8196 and 70.8 % at 4097 x 4095; transpose_tiled<64, 8, 1> 94.9 % at
-// 8192 x 8192 and 70.3 % at 8191 x 8193. (A number of columns that is not a multiple of 8 misaligns
-// the loads instead, and cost little: 8192 x 8193 ran at 90.4 %.)
+// orow * rows, part-way into a 32-byte sector (8 floats), and its misalignment m = (row address /
+// 4) % 8 changes from row to row. In every row with m != 0, a warp of transpose_tiled<32, R, 1>
+// stores its 32 floats (128 bytes) into 5 sectors instead of 4, two of them only partly written.
+// The padded transpose_tiled<32, 8, 1> reached 90.5 % at 8192 x 8192 but 60.9 % at 8191 x 8193,
+// 60.5 % at 8193 x 8192, 72.4 % at 8196 x 8196 and 70.8 % at 4097 x 4095; transpose_tiled<64, 8, 1>
+// 94.9 % at 8192 x 8192 and 70.3 % at 8191 x 8193. (A number of columns that is not a multiple of 8
+// misaligns the loads instead, and cost little: 8192 x 8193 ran at 90.4 %.)
 //
-// transpose_store_pattern<T, R>    transpose_tiled's phase 2 with nothing read: the same stores, with
-//                                  the same bounds guards, write 1.0f. It wrote 2846 to 2991 GB/s
-//                                  at the shapes with rows % 8 == 0 except 1000 x 50000 (2696),
-//                                  1795 GB/s at 8196 x 8196 (rows % 8 == 4) and 1339 to 1351 GB/s
-//                                  where rows is odd: the loss is in the stores.
-//                                  Grid (ceil(cols / T), ceil(rows / T)), block (T, R).
+// transpose_store_pattern<T, R>    transpose_tiled's phase 2 with nothing read: the same stores,
+//                                  with the same bounds guards, write 1.0f. It wrote 2846 to 2991
+//                                  GB/s at the shapes with rows % 8 == 0 except 1000 x 50000
+//                                  (2696), 1795 GB/s at 8196 x 8196 (rows % 8 == 4) and 1339 to
+//                                  1351 GB/s where rows is odd: the loss is in the stores. Grid
+//                                  (ceil(cols / T), ceil(rows / T)), block (T, R).
 // transpose_aligned_strip<T, S, R> the fix: a tall strip per block, with aligned stores. A block of
-//                                  (T, R) threads owns T input columns (its column block) and S input
-//                                  rows (its strip; S and T multiples of 32). Phase 1 loads input rows
-//                                  strip * S - 8 .. strip * S + S - 1 into tile[S + 8][T + 1]: 8 halo
-//                                  rows above the block's S rows (rows outside the input are not
-//                                  loaded). Phase 2: each warp writes one output row at a time, the
-//                                  S-float window starting at column strip * S - m, m that row's
-//                                  misalignment, so that every warp store covers whole 32-byte
-//                                  sectors. In one output row the windows of consecutive strips are
-//                                  consecutive: every element is written exactly once, and no
-//                                  sector is written partly by two blocks. Windows shift left by up
-//                                  to 7, so the last columns of a row may need one more strip:
-//                                  ceil((rows + 7) / S) strips, ceil(cols / T) column blocks,
-//                                  block (T, R). strips_along_x = 0: grid (column blocks, strips);
-//                                  strips_along_x = 1: grid (strips, column blocks). Both are
-//                                  correct; kernels.coalescing.strip_launch picks one (see below).
+//                                  (T, R) threads owns T input columns (its column block) and S
+//                                  input rows (its strip; S and T multiples of 32). Phase 1 loads
+//                                  input rows strip * S - 8 .. strip * S + S - 1 into
+//                                  tile[S + 8][T + 1]: 8 halo rows above the block's S rows (rows
+//                                  outside the input are not loaded). Phase 2: each warp writes one
+//                                  output row at a time, the S-float window starting at column
+//                                  strip * S - m, m that row's misalignment, so that every warp
+//                                  store covers whole 32-byte sectors. In one output row the
+//                                  windows of consecutive strips are consecutive: every element is
+//                                  written exactly once, and no sector is written partly by two
+//                                  blocks. Windows shift left by up to 7, so the last columns of a
+//                                  row may need one more strip: ceil((rows + 7) / S) strips,
+//                                  ceil(cols / T) column blocks, block (T, R). strips_along_x = 0:
+//                                  grid (column blocks, strips); strips_along_x = 1: grid (strips,
+//                                  column blocks). Both are correct;
+//                                  kernels.coalescing.strip_launch picks one (see below).
 //
-// Why a tall strip: an earlier attempt shifted the windows the same way with a square T x T tile and
-// the same 8-row halo, so every block read 8 extra input rows per T (25 % more for T = 32, against 3 %
-// for S = 256); it reached 79 to 89 % of the copy at every shape, which cost the aligned shapes
-// more than it gained (the first table recorded by benchmarks/bench_transpose.py, in git history). In
-// exploratory runs a tall strip without the shift (S = 256, R = 16) got 84 to 92 % at misaligned shapes:
-// partial sectors remain at the strip boundaries. transpose_aligned_strip<32, 256, 16> is the
-// chapter's choice: 512 threads, (256 + 8) x 33 x 4 = 34848 bytes of static shared memory, under the
-// 48 KB static limit, so it also runs on a T4. In exploratory runs made before the grid order was
-// chosen per shape, <32, 256, 32> (1024 threads, 2 blocks per SM) ran at only 62 to 77 % and
-// <32, 256, 8> at 82 to 89 %; <32, 128, 8> ran at 83.6 to 91.5 % in the table recorded then (git
-// history), with column blocks along x at every shape. In the current table, with the grid order
-// strip_launch chooses, <32, 128, 8> reached 90.6 to 96.2 %, level with <32, 256, 16>'s 90.1 to 96.3 %.
+// Why a tall strip: an earlier attempt shifted the windows the same way with a square T x T tile
+// and the same 8-row halo, so every block read 8 extra input rows per T (25 % more for T = 32,
+// against 3 % for S = 256); it reached 79 to 89 % of the copy at every shape, which cost the
+// aligned shapes more than it gained (the first table recorded by benchmarks/bench_transpose.py, in
+// git history). In exploratory runs a tall strip without the shift (S = 256, R = 16) got 84 to 92 %
+// at misaligned shapes: partial sectors remain at the strip boundaries.
+// transpose_aligned_strip<32, 256, 16> is the chapter's choice: 512 threads, (256 + 8) x 33 x 4 =
+// 34848 bytes of static shared memory, under the 48 KB static limit, so it also runs on a T4. In
+// exploratory runs made before the grid order was chosen per shape, <32, 256, 32> (1024 threads, 2
+// blocks per SM) ran at only 62 to 77 % and <32, 256, 8> at 82 to 89 %; <32, 128, 8> ran at 83.6 to
+// 91.5 % in the table recorded then (git history), with column blocks along x at every shape. In
+// the current table, with the grid order strip_launch chooses, <32, 128, 8> reached 90.6 to 96.2 %,
+// level with <32, 256, 16>'s 90.1 to 96.3 %.
 //
 // Why the grid order matters: blocks are observed to start roughly in order of their linear index
 // (blockIdx.x fastest; CUDA does not promise any order), so the blocks resident at one time are a
 // run of consecutive x. With strips along y, that run is one strip of many column blocks: it reads
-// whole input rows, but writes only an S-float window (1 KB) of each output row it touches. When the
-// input has few rows, output rows are short (rows floats) and those windows are spaced rows * 4 bytes
-// apart all over the output: at 1024 x 50000 (a 4 KB output row) the strips-along-y order reached only
-// 83.8 % of the copy, at 1000 x 50000 88.4 %. With strips along x the run is all strips of fewer
-// column blocks: each column block writes its T output rows completely, so the stores are
-// contiguous, and at those two shapes the kernel reached 92.7 and 93.7 %. When the input has many
-// rows and few columns (50000 x 1000) strips along x read a T-column slice of rows spaced cols * 4
-// bytes apart, and reached 88.0 %, against 92.3 % with column blocks along x. strip_launch therefore
-// puts along x whichever of the two counts is smaller: strips when there are fewer strips than column
-// blocks, column blocks otherwise. The rule is a heuristic: at some shapes the other order is a
-// little faster, by up to 2.5 points (8192 x 8193: 92.6 against 90.1 %; 16384 x 4096: 94.4 against
-// 92.6 %), both above 90 %. (All from the table recorded by benchmarks/bench_transpose.py, which
-// times <32, 256, 16> in both orders: benchmarks/results/bench_transpose_h100.txt.)
+// whole input rows, but writes only an S-float window (1 KB) of each output row it touches. When
+// the input has few rows, output rows are short (rows floats) and those windows are spaced rows * 4
+// bytes apart all over the output: at 1024 x 50000 (a 4 KB output row) the strips-along-y order
+// reached only 83.8 % of the copy, at 1000 x 50000 88.4 %. With strips along x the run is all
+// strips of fewer column blocks: each column block writes its T output rows completely, so the
+// stores are contiguous, and at those two shapes the kernel reached 92.7 and 93.7 %. When the input
+// has many rows and few columns (50000 x 1000) strips along x read a T-column slice of rows spaced
+// cols * 4 bytes apart, and reached 88.0 %, against 92.3 % with column blocks along x. strip_launch
+// therefore puts along x whichever of the two counts is smaller: strips when there are fewer strips
+// than column blocks, column blocks otherwise. The rule is a heuristic: at some shapes the other
+// order is a little faster, by up to 2.5 points (8192 x 8193: 92.6 against 90.1 %; 16384 x 4096:
+// 94.4 against 92.6 %), both above 90 %. (All from the table recorded by
+// benchmarks/bench_transpose.py, which times <32, 256, 16> in both orders:
+// benchmarks/results/bench_transpose_h100.txt.)
 //
 // The tile's pitch is T + 1 floats (as transpose_tiled<T, R, 1>): a warp reading a column of it
-// (32 consecutive rows) touches 32 different banks. Each element is stored to shared memory on its own.
+// (32 consecutive rows) touches 32 different banks. Each element is stored to shared memory on its
+// own.
 //
-// name_expressions: transpose_store_pattern<32, 8>, transpose_store_pattern<64, 8>, transpose_aligned_strip<32, 256, 16>, transpose_aligned_strip<32, 128, 8>
+// name_expressions: transpose_store_pattern<32, 8>, transpose_store_pattern<64, 8>
+// name_expressions: transpose_aligned_strip<32, 256, 16>, transpose_aligned_strip<32, 128, 8>
 
 template <int T, int R>
 __global__ void transpose_store_pattern(float* __restrict__ out, int rows, int cols)

@@ -11,7 +11,8 @@
 // dynamic shared memory 2 * BK * (BM + BN) * 4 bytes (opt in above 48 KB).
 // Requires TM % 4 == 0, TN % 4 == 0, BK in {8, 16, 32}, BM % 32 == 0.
 //
-// name_expressions: gemm_double_buffered<128, 128, 8, 8, 8>, gemm_double_buffered<128, 128, 16, 8, 8>
+// name_expressions: gemm_double_buffered<128, 128, 8, 8, 8>
+// name_expressions: gemm_double_buffered<128, 128, 16, 8, 8>
 // name_expressions: gemm_double_buffered<64, 64, 16, 4, 4>, gemm_double_buffered<128, 64, 16, 8, 4>
 // name_expressions: gemm_double_buffered<128, 256, 8, 8, 8>
 #include "gemm/simt_tiles.cuh"

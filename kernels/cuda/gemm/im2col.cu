@@ -3,7 +3,8 @@
 // A 2-D convolution of one image x (C channels, H x W, row-major per channel) with F filters of
 // C x R x S weights, stride `stride` and zero padding `pad`, has output size P x Q with
 // P = (H + 2 pad - R) / stride + 1 and Q = (W + 2 pad - S) / stride + 1, and
-//   y[f][p][q] = sum over c, r, s of w[f][c][r][s] * x[c][p * stride - pad + r][q * stride - pad + s].
+//   y[f][p][q] = sum over c, r, s of w[f][c][r][s] *
+//   x[c][p * stride - pad + r][q * stride - pad + s].
 // im2col writes the (C R S) x (P Q) matrix X with X[(c R + r) S + s][p Q + q] = that x value (0 in
 // the padding). Then y = Wmat X, where Wmat is the F x (C R S) weight array as it is: one GEMM
 // with M = F, N = P Q, K = C R S. The price is memory: X holds every input value up to R S times.

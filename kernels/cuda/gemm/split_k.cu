@@ -13,7 +13,8 @@
 // Launch: partial: block (BM / TM) * (BN / TN), grid (ceil(N / BN), ceil(M / BM), splits),
 //   dynamic shared memory 2 * BK * (BM + BN) * 4 bytes; reduce: any 1-D grid covering M * N.
 //
-// name_expressions: gemm_split_k_partial<128, 128, 8, 8, 8>, gemm_split_k_partial<64, 64, 16, 4, 4>, gemm_split_k_partial<128, 64, 16, 8, 4>
+// name_expressions: gemm_split_k_partial<128, 128, 8, 8, 8>, gemm_split_k_partial<64, 64, 16, 4, 4>
+// name_expressions: gemm_split_k_partial<128, 64, 16, 8, 4>
 #include "gemm/simt_tiles.cuh"
 
 template <int BM, int BN, int BK, int TM, int TN>

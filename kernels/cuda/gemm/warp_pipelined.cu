@@ -38,9 +38,12 @@
 // BLOCKS is __launch_bounds__' minimum number of blocks per SM on compute capability 8.0 and later.
 // Requires TM % 4 == 0, TN % 4 == 0, BK % 4 == 0, (WM / TM) * (WN / TN) == 32, both at least 2.
 //
-// name_expressions: gemm_warp_pipelined<128, 128, 8, 32, 64, 8, 8, 2>, gemm_warp_pipelined<128, 128, 8, 64, 32, 8, 8, 1>
-// name_expressions: gemm_warp_pipelined<128, 128, 16, 32, 64, 8, 8, 1>, gemm_warp_pipelined<128, 256, 8, 64, 64, 8, 16, 1>
-// name_expressions: gemm_warp_pipelined<64, 64, 8, 32, 32, 4, 8, 2>, gemm_warp_pipelined<256, 128, 8, 64, 64, 16, 8, 1>
+// name_expressions: gemm_warp_pipelined<128, 128, 8, 32, 64, 8, 8, 2>
+// name_expressions: gemm_warp_pipelined<128, 128, 8, 64, 32, 8, 8, 1>
+// name_expressions: gemm_warp_pipelined<128, 128, 16, 32, 64, 8, 8, 1>
+// name_expressions: gemm_warp_pipelined<128, 256, 8, 64, 64, 8, 16, 1>
+// name_expressions: gemm_warp_pipelined<64, 64, 8, 32, 32, 4, 8, 2>
+// name_expressions: gemm_warp_pipelined<256, 128, 8, 64, 64, 16, 8, 1>
 #include "gemm/simt_tiles.cuh"
 
 // Four consecutive elements base[c .. c + 3] of one row of a matrix; element c + j is read only
@@ -176,8 +179,8 @@ struct PipelinedMainloop {
         pb += (long long)BK * N;
     }
 
-    // The fragments of step k of stage `stage` into buffer `buf`; every offset from the thread's two
-    // base pointers is a compile-time constant (an immediate of the LDS instruction).
+    // The fragments of step k of stage `stage` into buffer `buf`; every offset from the thread's
+    // two base pointers is a compile-time constant (an immediate of the LDS instruction).
     __device__ __forceinline__ void read_frags(int buf, int stage, int k)
     {
 #pragma unroll

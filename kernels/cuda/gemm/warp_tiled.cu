@@ -15,8 +15,10 @@
 // dynamic shared memory 2 * BK * (BM + BN) * 4 bytes (opt in above 48 KB).
 // Requires TM % 4 == 0, TN % 4 == 0, (WM / TM) * (WN / TN) == 32, BK in {8, 16, 32}, BM % 32 == 0.
 //
-// name_expressions: gemm_warp_tiled<128, 128, 8, 32, 64, 8, 8>, gemm_warp_tiled<128, 128, 16, 64, 32, 8, 8>
-// name_expressions: gemm_warp_tiled<128, 256, 16, 64, 64, 8, 16>, gemm_warp_tiled<64, 64, 16, 32, 32, 4, 8>
+// name_expressions: gemm_warp_tiled<128, 128, 8, 32, 64, 8, 8>
+// name_expressions: gemm_warp_tiled<128, 128, 16, 64, 32, 8, 8>
+// name_expressions: gemm_warp_tiled<128, 256, 16, 64, 64, 8, 16>
+// name_expressions: gemm_warp_tiled<64, 64, 16, 32, 32, 4, 8>
 // name_expressions: gemm_warp_tiled<128, 128, 8, 64, 32, 8, 8>
 #include "gemm/simt_tiles.cuh"
 

@@ -19,9 +19,12 @@
 // dynamic shared memory max(STAGES * stage, warps * 1280) bytes with stage = 2 * (BM * (BK + 8)
 // + BK * (BN + 8)) (opt in above 48 KB). Requires BK % 16 == 0, WM % 16 == 0, WN % 16 == 0.
 //
-// name_expressions: gemm_wmma_cp_async<128, 128, 32, 64, 32, 3>, gemm_wmma_cp_async<128, 256, 32, 64, 64, 3>
-// name_expressions: gemm_wmma_cp_async<128, 256, 32, 64, 64, 4>, gemm_wmma_cp_async<256, 128, 32, 64, 64, 4>
-// name_expressions: gemm_wmma_cp_async<64, 64, 32, 32, 32, 3>, gemm_wmma_cp_async<128, 128, 64, 64, 64, 3>
+// name_expressions: gemm_wmma_cp_async<128, 128, 32, 64, 32, 3>
+// name_expressions: gemm_wmma_cp_async<128, 256, 32, 64, 64, 3>
+// name_expressions: gemm_wmma_cp_async<128, 256, 32, 64, 64, 4>
+// name_expressions: gemm_wmma_cp_async<256, 128, 32, 64, 64, 4>
+// name_expressions: gemm_wmma_cp_async<64, 64, 32, 32, 32, 3>
+// name_expressions: gemm_wmma_cp_async<128, 128, 64, 64, 64, 3>
 #include "gemm/wmma_tiles.cuh"
 #include "gemm/cp_async.cuh"
 

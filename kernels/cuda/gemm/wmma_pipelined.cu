@@ -37,10 +37,13 @@
 // STAGES >= 2, and the block's threads to divide the 16-byte chunks of both tiles and to be a
 // multiple of the chunks in one row of each.
 //
-// name_expressions: gemm_wmma_pipelined<128, 256, 64, 64, 64, 3>, gemm_wmma_pipelined<128, 256, 32, 64, 64, 4>
+// name_expressions: gemm_wmma_pipelined<128, 256, 64, 64, 64, 3>
+// name_expressions: gemm_wmma_pipelined<128, 256, 32, 64, 64, 4>
 // name_expressions: gemm_wmma_pipelined<128, 128, 64, 64, 64, 3>
-// name_expressions: gemm_wmma_pipelined<128, 128, 32, 64, 64, 4>, gemm_wmma_pipelined<256, 128, 32, 64, 64, 4>
-// name_expressions: gemm_wmma_pipelined<64, 64, 32, 32, 32, 3>, gemm_wmma_pipelined<128, 128, 32, 64, 64, 3>
+// name_expressions: gemm_wmma_pipelined<128, 128, 32, 64, 64, 4>
+// name_expressions: gemm_wmma_pipelined<256, 128, 32, 64, 64, 4>
+// name_expressions: gemm_wmma_pipelined<64, 64, 32, 32, 32, 3>
+// name_expressions: gemm_wmma_pipelined<128, 128, 32, 64, 64, 3>
 #include "gemm/wmma_tiles.cuh"
 #include "gemm/cp_async.cuh"
 

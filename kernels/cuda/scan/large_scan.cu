@@ -23,13 +23,17 @@
 //   publishes its own PREFIX.
 //
 // name_expressions: single_pass_scan<int, 256, 8>, single_pass_scan<float, 256, 8>
-// name_expressions: single_pass_scan<int, 128, 4>, single_pass_scan<int, 128, 8>, single_pass_scan<int, 128, 16>
+// name_expressions: single_pass_scan<int, 128, 4>, single_pass_scan<int, 128, 8>
+// name_expressions: single_pass_scan<int, 128, 16>
 // name_expressions: single_pass_scan<int, 256, 4>, single_pass_scan<int, 256, 16>
-// name_expressions: single_pass_scan<int, 512, 4>, single_pass_scan<int, 512, 8>, single_pass_scan<int, 512, 16>
+// name_expressions: single_pass_scan<int, 512, 4>, single_pass_scan<int, 512, 8>
+// name_expressions: single_pass_scan<int, 512, 16>
 //
 // single_pass_scan_v2: the same algorithm with less waiting per tile (see the comment above it).
-// name_expressions: single_pass_scan_v2<int, 128, 8>, single_pass_scan_v2<int, 128, 16>, single_pass_scan_v2<int, 128, 24>, single_pass_scan_v2<int, 128, 32>
-// name_expressions: single_pass_scan_v2<int, 256, 8>, single_pass_scan_v2<int, 256, 16>, single_pass_scan_v2<int, 256, 24>, single_pass_scan_v2<int, 256, 32>
+// name_expressions: single_pass_scan_v2<int, 128, 8>, single_pass_scan_v2<int, 128, 16>
+// name_expressions: single_pass_scan_v2<int, 128, 24>, single_pass_scan_v2<int, 128, 32>
+// name_expressions: single_pass_scan_v2<int, 256, 8>, single_pass_scan_v2<int, 256, 16>
+// name_expressions: single_pass_scan_v2<int, 256, 24>, single_pass_scan_v2<int, 256, 32>
 // name_expressions: single_pass_scan_v2<int, 512, 8>, single_pass_scan_v2<int, 512, 16>
 #include "scan/scan_common.cuh"
 

@@ -16,11 +16,16 @@
 // pack (4 floats, 8 halves); otherwise one element at a time.
 //
 // name_expressions: softmax_block_online<float>, softmax_block_online<unsigned short>
-// name_expressions: softmax_block_cached<float, 128, 16>, softmax_block_cached<float, 256, 16>, softmax_block_cached<float, 512, 16>
+// name_expressions: softmax_block_cached<float, 128, 16>, softmax_block_cached<float, 256, 16>
+// name_expressions: softmax_block_cached<float, 512, 16>
 // name_expressions: softmax_block_cached<float, 1024, 16>, softmax_block_cached<float, 1024, 32>
-// name_expressions: softmax_block_cached<float, 128, 32>, softmax_block_cached<float, 512, 8>, softmax_block_cached<float, 1024, 4>
-// name_expressions: softmax_block_cached<unsigned short, 128, 16>, softmax_block_cached<unsigned short, 256, 16>, softmax_block_cached<unsigned short, 512, 16>
-// name_expressions: softmax_block_cached<unsigned short, 1024, 16>, softmax_block_cached<unsigned short, 1024, 32>
+// name_expressions: softmax_block_cached<float, 128, 32>, softmax_block_cached<float, 512, 8>
+// name_expressions: softmax_block_cached<float, 1024, 4>
+// name_expressions: softmax_block_cached<unsigned short, 128, 16>
+// name_expressions: softmax_block_cached<unsigned short, 256, 16>
+// name_expressions: softmax_block_cached<unsigned short, 512, 16>
+// name_expressions: softmax_block_cached<unsigned short, 1024, 16>
+// name_expressions: softmax_block_cached<unsigned short, 1024, 32>
 // name_expressions: softmax_block_smem<float>, softmax_block_smem<unsigned short>
 #include "softmax/softmax_common.cuh"
 

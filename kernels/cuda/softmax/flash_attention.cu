@@ -13,7 +13,8 @@
 // A teaching kernel: plain float FMAs, no tensor cores. It shows the algorithm and its memory
 // footprint (O(n D) instead of O(n^2)), not the speed of FlashAttention's implementations.
 //
-// name_expressions: flash_attention_forward<32, 8>, flash_attention_forward<64, 8>, flash_attention_forward<128, 8>
+// name_expressions: flash_attention_forward<32, 8>, flash_attention_forward<64, 8>
+// name_expressions: flash_attention_forward<128, 8>
 #include "softmax/softmax_common.cuh"
 
 template <int D, int WARPS>

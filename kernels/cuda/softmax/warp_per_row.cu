@@ -16,11 +16,14 @@
 // pack (4 floats, 8 halves); otherwise one element at a time.
 //
 // name_expressions: softmax_warp_online<float>, softmax_warp_online<unsigned short>
-// name_expressions: softmax_warp_cached<float, 4, 1>, softmax_warp_cached<float, 4, 2>, softmax_warp_cached<float, 4, 4>
+// name_expressions: softmax_warp_cached<float, 4, 1>, softmax_warp_cached<float, 4, 2>
+// name_expressions: softmax_warp_cached<float, 4, 4>
 // name_expressions: softmax_warp_cached<float, 8, 1>, softmax_warp_cached<float, 8, 2>
 // name_expressions: softmax_warp_cached<float, 16, 1>, softmax_warp_cached<float, 32, 1>
-// name_expressions: softmax_warp_cached<unsigned short, 8, 1>, softmax_warp_cached<unsigned short, 8, 2>
-// name_expressions: softmax_warp_cached<unsigned short, 16, 1>, softmax_warp_cached<unsigned short, 32, 1>
+// name_expressions: softmax_warp_cached<unsigned short, 8, 1>
+// name_expressions: softmax_warp_cached<unsigned short, 8, 2>
+// name_expressions: softmax_warp_cached<unsigned short, 16, 1>
+// name_expressions: softmax_warp_cached<unsigned short, 32, 1>
 #include "softmax/softmax_common.cuh"
 
 template <typename T>
