@@ -1,5 +1,5 @@
 // expect: wrong_result | nan
-// why: the study notes' variance, E[x^2] - E[x]^2 in float: catastrophic cancellation when the mean is large
+// why: the textbook one-pass variance, E[x^2] - E[x]^2 in float: catastrophic cancellation when the mean is large
 #define THREADS 256
 extern "C" __global__ void layernorm(const float* x, const float* gamma, const float* beta, float* y,
                                      int rows, int cols, float eps)
