@@ -118,13 +118,30 @@ AFTER_RESIZE_MS = 50
 
 
 def _settle(driver: object, pause_ms: int = 0) -> None:
-    """Wait until the page's images are decoded, ``pause_ms`` has passed and two frames were drawn."""
+    """Wait until the page's fonts and images are loaded, ``pause_ms`` has passed and the layout has
+    stopped moving (a late font widens text inside boxes whose size does not change; the theme's
+    sidebars slide in after a resize)."""
     driver.execute_async_script(
         """const done = arguments[arguments.length - 1], pause = arguments[0];
         const imgs = Array.from(document.images).filter(i => !i.complete);
-        Promise.all(imgs.map(i => new Promise(r => { i.onload = i.onerror = r; })))
+        const fonts = document.fonts ? document.fonts.ready : Promise.resolve();
+        Promise.all([fonts, ...imgs.map(i => new Promise(r => { i.onload = i.onerror = r; }))])
           .then(() => new Promise(r => setTimeout(r, pause)))
-          .then(() => requestAnimationFrame(() => requestAnimationFrame(() => done(true))));""", pause_ms)
+          .then(() => {
+            // the theme animates its sidebars after a resize: wait until the column's width and every
+            // box's scroll state have stayed the same for three frames (at most two seconds)
+            const column = document.querySelector('article.bd-article') || document.body;
+            const state = () => column.getBoundingClientRect().width + ':' + Array.from(
+              document.querySelectorAll('pre')).map(p => p.clientWidth + '/' + p.className).join(',');
+            let last = state(), same = 0, frames = 0;
+            const step = () => {
+              const now = state();
+              same = now === last ? same + 1 : 0;
+              last = now;
+              if (same >= 3 || ++frames > 120) done(true); else requestAnimationFrame(step);
+            };
+            requestAnimationFrame(step);
+          });""", pause_ms)
 
 
 def _console_errors(driver: object) -> list[str]:

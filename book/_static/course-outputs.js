@@ -58,6 +58,10 @@
         markScrollers(entries.map(function (entry) { return entry.target; }));
       });
       for (var j = 0; j < boxes.length; j++) observer.observe(boxes[j]);
+      // A web font that arrives late widens a box's text but not the box: measure again then.
+      var again = function () { markScrollers(document.querySelectorAll(SCROLLERS)); };
+      if (document.fonts && document.fonts.ready) document.fonts.ready.then(again);
+      window.addEventListener("load", again);
     } else {
       var all = function () { markScrollers(document.querySelectorAll(SCROLLERS)); };
       all();
