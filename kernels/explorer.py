@@ -332,10 +332,9 @@ var R; try{R=JSON.parse(el.textContent);}catch(e){return;}
 function name(run){return run.gpu+(run.date?" ("+run.date+")":"");}
 roots.forEach(function(root,j){
  var data=root.querySelector("script.course-explorer-data"); if(!data) return;
- var cap=root.querySelector(".course-explorer-caption"), said=cap?cap.textContent:"";
- var choices=[{label:name(R.main),text:data.textContent,caption:said}];
+ var choices=[{label:name(R.main),text:data.textContent}];
  (R.runs||[]).forEach(function(run){var p=run.explorers&&run.explorers[j];
-  if(p) choices.push({label:name(run),text:JSON.stringify(p),caption:said.split(R.main.gpu).join(run.gpu)});});
+  if(p) choices.push({label:name(run),text:JSON.stringify(p)});});
  if(choices.length<2) return;
  var bar=document.createElement("div"); bar.className="course-explorer-gpus";
  bar.setAttribute("style","font-family:sans-serif;font-size:12px;margin:8px 0 2px;display:flex;flex-wrap:wrap;gap:4px;align-items:center");
@@ -343,8 +342,7 @@ roots.forEach(function(root,j){
  var buttons=choices.map(function(c,k){var b=document.createElement("button"); b.type="button";
   b.textContent=c.label; b.setAttribute("aria-pressed",k===0?"true":"false");
   b.setAttribute("style","font-size:12px;padding:1px 8px;border:1px solid #888;border-radius:4px;cursor:pointer");
-  b.addEventListener("click",function(){data.textContent=c.text; if(cap)cap.textContent=c.caption;
-   root.removeAttribute("data-renderer");
+  b.addEventListener("click",function(){data.textContent=c.text; root.removeAttribute("data-renderer");
    render(root,{labels:LABELS,colors:COLORS_BY_SERIES},widths[j]);
    buttons.forEach(function(o,m){o.setAttribute("aria-pressed",m===k?"true":"false");
     o.style.background=m===k?"#dde7f5":"";});});
