@@ -369,19 +369,12 @@ def readme_table() -> str:
     return "\n".join(rows)
 
 
-def between_markers(current: str, start: str, end: str, body: str, missing: str) -> str:
-    """``current`` with the text between the lines ``start`` and ``end`` replaced by ``body``;
-    SourceError(``missing``) when a marker is not there."""
-    if start not in current or end not in current:
-        raise SourceError(missing)
-    head, rest = current.split(start, 1)
-    _, tail = rest.split(end, 1)
-    return f"{head}{start}\n{body}\n{end}{tail}"
-
-
 def readme_text(current: str) -> str:
-    return between_markers(current, TABLE_START, TABLE_END, readme_table(),
-                           f"{README.relative_to(ROOT)} lacks the table markers {TABLE_START!r} and {TABLE_END!r}")
+    if TABLE_START not in current or TABLE_END not in current:
+        raise SourceError(f"{README.relative_to(ROOT)} lacks the table markers {TABLE_START!r} and {TABLE_END!r}")
+    head, rest = current.split(TABLE_START, 1)
+    _, tail = rest.split(TABLE_END, 1)
+    return f"{head}{TABLE_START}\n{readme_table()}\n{TABLE_END}{tail}"
 
 
 # --------------------------------------------------------------------------------------------------
@@ -471,8 +464,11 @@ def toc_part() -> str:
 
 def toc_text(current: str) -> str:
     """``current`` (_toc.yml) with the Exercises part between the markers regenerated."""
-    return between_markers(current, TOC_START, TOC_END, toc_part(),
-                           f"_toc.yml lacks the marker lines {TOC_START.strip()!r} and {TOC_END.strip()!r}")
+    if TOC_START not in current or TOC_END not in current:
+        raise SourceError(f"_toc.yml lacks the marker lines {TOC_START.strip()!r} and {TOC_END.strip()!r}")
+    head, rest = current.split(TOC_START, 1)
+    _, tail = rest.split(TOC_END, 1)
+    return f"{head}{TOC_START}\n{toc_part()}\n{TOC_END}{tail}"
 
 
 def site_files() -> dict[Path, str]:
