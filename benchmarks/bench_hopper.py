@@ -1,4 +1,5 @@
-"""The Hopper chapter's kernels (TMA tile copy, wgmma GEMMs) checked and timed beside cuBLAS and torch.
+"""The Hopper chapter's kernels (TMA tile copy, wgmma GEMMs, cluster histogram) checked and timed beside
+cuBLAS, torch and cupy.bincount.
 
 One run on an H100 or H200 (a few minutes):
 
@@ -12,12 +13,23 @@ One run on an H100 or H200 (a few minutes):
    without a wgmma group left in flight) are checked against the float64 product of the fp16-rounded inputs (fresh uniform
    [-1, 1] inputs, NaN-filled C, kernels.gemm.fp16_tolerance(K)) first on small probes that isolate
    one feature each (one k-slice of 16; one 64-wide K tile; several tiles and blocks; ragged M and N),
-   then at 2048^3 and 4096^3; K = 1001 must be refused with a message. They are timed beside
-   cupy.matmul (cuBLAS fp16) and torch.matmul on the same fp16 matrices, in TFLOP/s (2 M N K / time).
+   then at 2048^3, 4096^3 and 8192^3; K = 1001 must be refused with a message. They are timed beside
+   cupy.matmul (cuBLAS fp16) and torch.matmul on the same fp16 matrices, in TFLOP/s (2 M N K / time);
+   hopper/wgmma_specialised.cu (setmaxnreg, clusters with TMA multicast) in the same way, every
+   configuration of kernels.hopper.SPECIALISED_CONFIGS at 4096^3 (the chapter's sweep), the
+   chapter's two at every size;
+3. the cluster histogram (hopper/cluster_histogram.cu, bins in the shared memory of a cluster) on
+   2^26 values into 4096, 65536 and 262144 bins, for each cluster size and with one block per SM,
+   checked exactly against cupy.bincount and timed beside it.
+
+The checks, timings and the table come from kernels/hopper_bench.py, which the chapter uses too.
+Write kernels/hopper_recorded.py (the chapter's recorded run) from the JSON with
+``python -m kernels.hopper_bench results.json "<GPU name>"``.
 
 Each kernel runs in a child process of its own with a time limit, so that a kernel that hangs (an
 mbarrier wait that never completes) or faults (which poisons the CUDA context) costs only its own
-lines. Times are medians of kernels.benchmark (CUDA events, warm-up 5, 20 timed runs, L2 flushed).
+lines. Times are medians of kernels.benchmark (CUDA events, warm-up 5, 20 timed runs), L2 flushed and
+back to back.
 A failing check is printed with where it fails and is not timed; the script goes on, prints a table
 last and exits with status 1 if anything failed.
 
@@ -38,20 +50,27 @@ from pathlib import Path
 from typing import Any, Callable
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from kernels.hopper_bench import (GEMM_PROBES, GEMM_REFUSED, LADDER_SIZES, check_gemm, copy_gbps,  # noqa: E402
+                                  gemm_inputs, gemm_record, histogram_record, library_records, median_ms,
+                                  size_label, table)
+
 RESULT_TAG = "RESULT "
-JOB_SECONDS = 150
-GEMM_SIZES = [(2048, 2048, 2048), (4096, 4096, 4096)]
-# Small GEMMs that each add one feature: one 16-wide k-slice (descriptor, fragment layout, epilogue),
-# one 64-wide K tile (the descriptor advance inside the swizzled tile), several K tiles and blocks
-# (the mbarrier phases, the stage ring), ragged M and N (TMA's zero fill, the epilogue's bounds).
-GEMM_PROBES = [(64, 128, 16), (64, 128, 64), (128, 128, 64), (256, 384, 512), (1000, 1001, 1000)]
-GEMM_REFUSED = (1000, 1000, 1001)
+JOB_SECONDS = 240
+GEMM_SIZES = list(LADDER_SIZES)
+SWEEP_SIZE = (4096, 4096, 4096)
 COPY_SHAPES = [(8192, 8192), (1000, 1000)]
 COPY_REFUSED = (1000, 1001)
 COPY_VARIANTS = [(True, 128, 64), (False, 128, 64), (True, 64, 128), (False, 64, 128)]
 GEMM_JOBS = {"wgmma_single": None, "wgmma_pipelined<128, 4, 0>": (128, 4, 0),
              "wgmma_pipelined<128, 4, 1>": (128, 4, 1), "wgmma_pipelined<128, 3, 1>": (128, 3, 1),
              "wgmma_pipelined<256, 4, 1>": (256, 4, 1), "wgmma_pipelined<256, 3, 1>": (256, 3, 1)}
+#: The specialised kernel's configurations on the chapter's ladder (timed at every size); the sweep's
+#: others (kernels.hopper.SPECIALISED_CONFIGS) are timed at SWEEP_SIZE only.
+SPECIALISED_LADDER = [(256, 4, 1, 0), (256, 4, 2, 0), (256, 4, 2, 1)]  # (BN, stages, cluster, multicast)
+HISTOGRAM_VALUES = 2**26
+HISTOGRAM_BINS = (4096, 65536, 262144)
 
 
 def log(*parts: Any) -> None:
@@ -88,17 +107,11 @@ def context_alive() -> bool:
         return False
 
 
-def timed_median_ms(fn: Callable[[], None], flush_l2: bool = True) -> float:
-    import kernels
-
-    return kernels.benchmark(fn, warmup=5, repeat=20, flush_l2=flush_l2).median_ms
-
-
 def timed_or_none(run: Callable[[], None], label: str, record: dict[str, Any],
                   flush_l2: bool = True) -> float | None:
     """The median time of a checked kernel, or None (reported) when timing it fails."""
     try:
-        return timed_median_ms(run, flush_l2)
+        return median_ms(run, flush_l2)
     except Exception as exc:
         log(f"  {label}: checked, but timing failed: {type(exc).__name__}: {exc}")
         emit({**record, "status": "error", "detail": f"timing: {type(exc).__name__}: {exc}"[:300]})
@@ -143,7 +156,7 @@ def copy_job(tma_store: bool, box_rows: int, box_cols: int, route: str) -> bool:
         if ms is None:
             ok = False
             continue
-        gbps = 2 * rows * cols * 2 / ms / 1e6
+        gbps = copy_gbps(rows, cols, ms)
         log(f"  {name} {rows}x{cols}: ok (bit-exact); {ms * 1e3:.1f} us, {gbps:.0f} GB/s")
         emit({**record, "status": "ok", "ms": ms, "gbps": gbps})
     try:
@@ -172,8 +185,8 @@ def copy_baseline_job() -> bool:
             dst.data.copy_from_device_async(src.data, src.nbytes)
 
         for label, fn in (("cupy dst[...] = src", elementwise), ("cudaMemcpy device to device", memcpy)):
-            ms = timed_median_ms(fn)
-            gbps = 2 * src.nbytes / ms / 1e6
+            ms = median_ms(fn)
+            gbps = copy_gbps(rows, cols, ms)
             log(f"  {label} {rows}x{cols}: {ms * 1e3:.1f} us, {gbps:.0f} GB/s")
             emit({"kind": "copy", "kernel": label, "size": f"{rows}x{cols}", "status": "ok", "ms": ms, "gbps": gbps})
     return True
@@ -181,57 +194,16 @@ def copy_baseline_job() -> bool:
 
 # ----------------------------------------------------------------------------------- GEMM jobs
 
-def gemm_inputs(M: int, N: int, K: int) -> tuple[Any, Any]:
-    """A (M x K) and B^T (N x K), fp16, uniform in [-1, 1], the same in every process for a size."""
-    import cupy as cp
+def gemm_kernel(key: str) -> Any:
+    """The GemmKernel of a job key: wgmma_single, wgmma_pipelined<...> or wgmma_specialised<...>."""
+    from kernels import hopper
 
-    rng = cp.random.default_rng(M * 1_000_003 + N * 1009 + K)
-    A = rng.uniform(-1.0, 1.0, (M, K), dtype=cp.float32).astype(cp.float16)
-    B_t = rng.uniform(-1.0, 1.0, (N, K), dtype=cp.float32).astype(cp.float16)
-    return A, B_t
-
-
-def reference(A: Any, B_t: Any) -> Any:
-    """The float64 product of the fp16 inputs, on the host."""
-    import cupy as cp
-
-    return cp.matmul(A.astype(cp.float64), B_t.astype(cp.float64).T).get()
-
-
-def error_map(got: Any, ref: Any, tol: float) -> str:
-    """Which 8 x 8 blocks of C's first 64 x 128 tile are wrong ('x'), never written ('n') or right ('.')."""
-    import numpy as np
-
-    rows, cols = min(64, got.shape[0]), min(128, got.shape[1])
-    scale = max(float(np.sqrt(np.mean(ref ** 2))), 1e-30)
-    lines = []
-    for r in range(0, rows, 8):
-        line = ""
-        for c in range(0, cols, 8):
-            g, e = got[r:r + 8, c:c + 8], ref[r:r + 8, c:c + 8]
-            line += "n" if np.isnan(g).any() else ("x" if (np.abs(g - e) > tol * np.maximum(np.abs(e), scale)).any()
-                                                  else ".")
-        lines.append("      " + line)
-    return "\n".join(lines)
-
-
-def check_gemm_once(run: Callable[[], None], C: Any, ref: Any, K: int, label: str) -> tuple[bool, str]:
-    import cupy as cp
-
-    from kernels.check import compare
-    from kernels.gemm import fp16_tolerance
-
-    C.fill(cp.nan)
-    run()
-    cp.cuda.get_current_stream().synchronize()
-    got = C.get()
-    tol = fp16_tolerance(K)
-    result = compare("C", got, ref, tol)
-    if result.ok:
-        return True, f"ok (rel. error {result.error_text()}, tol {tol:.0e})"
-    detail = (f"FAIL: rel. error {result.error_text()} (tol {tol:.0e}), {result.unwritten} of {got.size} never "
-              f"written; first mismatches {result.mismatch_text()}")
-    return False, detail + f"\n    {label}: 8 x 8 blocks of the first 64 x 128 tile of C:\n" + error_map(got, ref, tol)
+    if key == "wgmma_single":
+        return hopper.WGMMA_SINGLE
+    if key in GEMM_JOBS:
+        return hopper.wgmma_pipelined(*GEMM_JOBS[key])
+    block_cols, stages, cluster, multicast = (int(v) for v in key[key.index("<") + 1:-1].split(","))
+    return hopper.wgmma_specialised(block_cols, stages, cluster, multicast=bool(multicast))
 
 
 def gemm_job(key: str, route: str) -> bool:
@@ -239,18 +211,20 @@ def gemm_job(key: str, route: str) -> bool:
 
     from kernels import hopper
 
-    spec = GEMM_JOBS[key]
-    kernel = hopper.WGMMA_SINGLE if spec is None else hopper.wgmma_pipelined(*spec)
+    kernel = gemm_kernel(key)
+    sizes = GEMM_SIZES
+    if key.startswith("wgmma_specialised") and tuple(int(v) for v in key[key.index("<") + 1:-1].split(",")) \
+            not in SPECIALISED_LADDER:
+        sizes = [SWEEP_SIZE]
     ok = True
-    for M, N, K in GEMM_PROBES + GEMM_SIZES:
-        size = f"{M}x{N}x{K}"
+    for M, N, K in list(GEMM_PROBES) + sizes:
+        size = size_label(M, N, K)
         record = {"kind": "gemm", "kernel": kernel.name, "size": size, "route": route}
         A, B_t = gemm_inputs(M, N, K)
         C = cp.empty((M, N), dtype=cp.float32)
-        ref = reference(A, B_t)
         try:
             run = hopper.gemm_launcher(kernel, A, B_t, C, route=route)
-            passed, detail = check_gemm_once(run, C, ref, K, kernel.name)
+            passed, detail = check_gemm(run, C, A, B_t, kernel.name)
         except Exception as exc:
             log(f"  {kernel.name} {size}: ERROR {type(exc).__name__}: {exc}{hint(exc)}")
             emit({**record, "status": "error", "detail": f"{type(exc).__name__}: {exc}"[:300]})
@@ -263,7 +237,7 @@ def gemm_job(key: str, route: str) -> bool:
             emit({**record, "status": "fail", "detail": detail.splitlines()[0][:300]})
             ok = False
             continue
-        if (M, N, K) not in GEMM_SIZES:
+        if (M, N, K) in GEMM_PROBES:
             log(f"  {kernel.name} {size} (probe): {detail}")
             emit({**record, "status": "ok", "probe": True})
             continue
@@ -272,10 +246,12 @@ def gemm_job(key: str, route: str) -> bool:
             ok = False
             continue
         b2b = timed_or_none(run, f"{kernel.name} {size} back to back", record, flush_l2=False)
-        tflops = 2 * M * N * K / ms / 1e9
-        log(f"  {kernel.name} {size}: {detail}; {ms * 1e3:.1f} us, {tflops:.0f} TFLOP/s "
+        result = gemm_record(kernel.name, M, N, K, ms, b2b, route=route)
+        log(f"  {kernel.name} {size}: {detail}; {ms * 1e3:.1f} us, {result['tflops']:.0f} TFLOP/s "
             f"(back to back, L2 not flushed: {b2b * 1e3 if b2b else float('nan'):.1f} us)")
-        emit({**record, "status": "ok", "ms": ms, "tflops": tflops, "ms_b2b": b2b})
+        emit(result)
+        del A, B_t, C
+        cp.get_default_memory_pool().free_all_blocks()
     M, N, K = GEMM_REFUSED
     try:
         A, B_t = gemm_inputs(M, N, K)
@@ -290,40 +266,72 @@ def gemm_job(key: str, route: str) -> bool:
 
 
 def gemm_baseline_job() -> bool:
-    import cupy as cp
-    import numpy as np
+    for record in library_records(GEMM_SIZES):
+        log(f"  {record['kernel']} {record['size']}: rel. error {record['rel_error']:.1e} (fp16 output); "
+            f"{record['ms'] * 1e3:.1f} us, {record['tflops']:.0f} TFLOP/s (back to back: {record['ms_b2b'] * 1e3:.1f} us)")
+        emit(record)
+    return True
 
-    try:
-        import torch
-    except Exception as exc:
-        torch = None
-        log(f"  torch is not available ({exc}); only cuBLAS through CuPy")
-    for M, N, K in GEMM_SIZES:
-        A, B_t = gemm_inputs(M, N, K)
-        B = B_t.T  # a view: cuBLAS reads B^T's memory as a column-major B
-        ref = reference(A, B_t)
-        scale = float(np.linalg.norm(ref))
-        candidates: list[tuple[str, Callable[[], Any]]] = [("cupy.matmul (cuBLAS fp16)", lambda: cp.matmul(A, B))]
-        if torch is not None:
-            tA, tB = torch.from_dlpack(A), torch.from_dlpack(B)
-            candidates.append(("torch.matmul (fp16)", lambda: torch.matmul(tA, tB)))
-        for label, fn in candidates:
-            try:
-                out = fn()
-                got = cp.asarray(out).astype(cp.float64).get()
-                err = float(np.linalg.norm(got - ref)) / scale
-                ms = timed_median_ms(fn)
-                b2b = timed_median_ms(fn, flush_l2=False)
-            except Exception as exc:
-                log(f"  {label} {M}x{N}x{K}: ERROR {type(exc).__name__}: {exc}")
-                emit({"kind": "gemm", "kernel": label, "size": f"{M}x{N}x{K}", "status": "error",
-                      "detail": str(exc)[:300]})
-                continue
-            tflops = 2 * M * N * K / ms / 1e9
-            log(f"  {label} {M}x{N}x{K}: rel. error {err:.1e} (fp16 output); {ms * 1e3:.1f} us, {tflops:.0f} TFLOP/s "
-                f"(back to back: {b2b * 1e3:.1f} us)")
-            emit({"kind": "gemm", "kernel": label, "size": f"{M}x{N}x{K}", "status": "ok", "ms": ms,
-                  "tflops": tflops, "ms_b2b": b2b, "rel_error": err})
+
+# ----------------------------------------------------------------------------------- histogram jobs
+
+def histogram_job(cluster: int, per_sm: bool) -> bool:
+    """The cluster histogram at each bin count, checked exactly against cupy.bincount, then timed; a
+    cluster too small for the bins must be refused with LaunchConfigError."""
+    import cupy as cp
+
+    from kernels import device_info, hopper
+    from kernels.errors import LaunchConfigError
+
+    blocks = device_info().sm_count if per_sm else None
+    ok = True
+    for bins in HISTOGRAM_BINS:
+        values = cp.random.RandomState(bins).randint(0, bins, HISTOGRAM_VALUES).astype(cp.uint32)
+        expected = cp.bincount(values, minlength=bins)[:bins].astype(cp.uint32)
+        counts = cp.zeros(bins, dtype=cp.uint32)
+        label = f"histogram_cluster<{cluster}>" + (f", {blocks} blocks" if blocks else "")
+        try:
+            run = hopper.histogram_launcher(values, counts, cluster, blocks=blocks)
+            run()
+            cp.cuda.get_current_stream().synchronize()
+        except LaunchConfigError as exc:
+            log(f"  {label} {bins} bins: refused: {exc}")
+            emit(histogram_record(cluster, bins, HISTOGRAM_VALUES, None, "refused", str(exc)[:200], blocks))
+            continue
+        except Exception as exc:
+            log(f"  {label} {bins} bins: ERROR {type(exc).__name__}: {exc}{hint(exc)}")
+            emit(histogram_record(cluster, bins, HISTOGRAM_VALUES, None, "error", str(exc)[:300], blocks))
+            ok = False
+            if not context_alive():
+                return False
+            continue
+        wrong = int(cp.count_nonzero(counts != expected))
+        if wrong:
+            log(f"  {label} {bins} bins: FAIL: {wrong} of {bins} counts differ from cupy.bincount")
+            emit(histogram_record(cluster, bins, HISTOGRAM_VALUES, None, "fail", f"{wrong} counts wrong", blocks))
+            ok = False
+            continue
+
+        def zeroed_run() -> None:
+            counts.fill(0)
+            run()
+
+        ms = median_ms(zeroed_run)
+        record = histogram_record(cluster, bins, HISTOGRAM_VALUES, ms, blocks=blocks)
+        log(f"  {label} {bins} bins: right; {ms * 1e3:.1f} us, {record['gvalues']:.1f} Gvalue/s")
+        emit(record)
+    return ok
+
+
+def histogram_baseline_job() -> bool:
+    import cupy as cp
+
+    for bins in HISTOGRAM_BINS:
+        values = cp.random.RandomState(bins).randint(0, bins, HISTOGRAM_VALUES).astype(cp.uint32)
+        ms = median_ms(lambda: cp.bincount(values, minlength=bins))
+        record = {**histogram_record(0, bins, HISTOGRAM_VALUES, ms), "kernel": "cupy.bincount"}
+        log(f"  cupy.bincount {bins} bins: {ms * 1e3:.1f} us, {record['gvalues']:.1f} Gvalue/s")
+        emit(record)
     return True
 
 
@@ -336,7 +344,28 @@ def jobs() -> list[tuple[str, list[str]]]:
         listed.append((f"tma_copy_{'tma' if tma_store else 'plain'}_store<{r}, {c}>",
                        ["copy", "tma" if tma_store else "plain", str(r), str(c)]))
     listed += [(key, ["gemm", key]) for key in GEMM_JOBS]
+    listed += [(f"wgmma_specialised<{bn}, {stages}, {cluster}, {multicast}>",
+                ["gemm", f"wgmma_specialised<{bn}, {stages}, {cluster}, {multicast}>"])
+               for bn, stages, cluster, multicast in specialised_configs()]
+    listed.append(("histogram baseline", ["histogram-baseline"]))
+    listed += [(f"histogram_cluster<{c}>", ["histogram", str(c)]) for c in histogram_clusters()]
+    listed.append(("histogram_cluster<1>, one block per SM", ["histogram", "1", "per-sm"]))
     return listed
+
+
+def specialised_configs() -> list[tuple[int, int, int, int]]:
+    """(BN, stages, cluster, multicast): the ladder's configurations first, then the sweep's others
+    (kernels.hopper.SPECIALISED_CONFIGS, whose clusters of 2 multicast)."""
+    from kernels import hopper
+
+    sweep = [(bn, stages, cluster, int(cluster > 1)) for bn, stages, cluster in hopper.SPECIALISED_CONFIGS]
+    return SPECIALISED_LADDER + [c for c in sweep if c not in SPECIALISED_LADDER]
+
+
+def histogram_clusters() -> tuple[int, ...]:
+    from kernels import hopper
+
+    return tuple(getattr(hopper, "HISTOGRAM_CLUSTERS", (1, 2, 4, 8)))
 
 
 def run_child(args: list[str]) -> bool:
@@ -344,7 +373,7 @@ def run_child(args: list[str]) -> bool:
     from kernels import hopper
 
     problem = hopper.hopper_problem()
-    if problem and args[0] not in ("copy-baseline", "gemm-baseline"):
+    if problem and args[0] not in ("copy-baseline", "gemm-baseline", "histogram-baseline"):
         title = dict((tuple(a), t) for t, a in jobs()).get(tuple(args), " ".join(args))
         log(f"  skipped: {problem}")
         emit({"kind": args[0], "kernel": title, "size": "-", "status": "skipped", "detail": problem})
@@ -354,6 +383,10 @@ def run_child(args: list[str]) -> bool:
         return copy_baseline_job()
     if what == "gemm-baseline":
         return gemm_baseline_job()
+    if what == "histogram-baseline":
+        return histogram_baseline_job()
+    if what == "histogram":
+        return histogram_job(int(rest[0]), rest[1:] == ["per-sm"])
     route = os.environ.get("HOPPER_LAUNCH_ROUTE", "driver")
     if what == "copy":
         return copy_job(rest[0] == "tma", int(rest[1]), int(rest[2]), route)
@@ -385,36 +418,6 @@ def spawn(title: str, args: list[str], route: str) -> tuple[list[dict[str, Any]]
         log(f"  [{title}] child exited with {code} after {time.time() - start:.0f} s; stderr tail:\n{tail}")
     outcome = "ok" if code == 0 else ("hang" if code is None else "fail")
     return records, outcome
-
-
-def table(records: list[dict[str, Any]]) -> str:
-    best_cublas = {r["size"]: r["tflops"] for r in records
-                   if r.get("kernel", "").startswith("cupy.matmul") and r["status"] == "ok"}
-    copy_ceiling = {r["size"]: r["gbps"] for r in records
-                    if r.get("kernel", "").startswith("cudaMemcpy") and r["status"] == "ok"}
-    cublas_b2b = {r["size"]: r["ms_b2b"] for r in records
-                  if r.get("kernel", "").startswith("cupy.matmul") and r["status"] == "ok" and r.get("ms_b2b")}
-    lines = [f"{'kernel':<34} {'size':<16} {'route':<7} {'check':<8} {'time us':>9} {'rate':>14} {'vs':>16} "
-             f"{'b2b us':>8} {'b2b vs':>8}"]
-    for r in records:
-        if r.get("probe"):
-            continue
-        rate = vs = ""
-        if "tflops" in r:
-            rate = f"{r['tflops']:.0f} TFLOP/s"
-            if r["size"] in best_cublas:
-                vs = f"{100 * r['tflops'] / best_cublas[r['size']]:.0f} % cuBLAS"
-        elif "gbps" in r:
-            rate = f"{r['gbps']:.0f} GB/s"
-            if r["size"] in copy_ceiling:
-                vs = f"{100 * r['gbps'] / copy_ceiling[r['size']]:.0f} % memcpy"
-        ms = f"{r['ms'] * 1e3:.1f}" if "ms" in r else ""
-        b2b = f"{r['ms_b2b'] * 1e3:.1f}" if r.get("ms_b2b") else ""
-        b2b_vs = f"{100 * cublas_b2b[r['size']] / r['ms_b2b']:.0f} %" if r.get("ms_b2b") and r["size"] in cublas_b2b \
-            else ""
-        lines.append(f"{r.get('kernel', '?'):<34} {r.get('size', '?'):<16} {r.get('route', ''):<7} "
-                     f"{r['status']:<8} {ms:>9} {rate:>14} {vs:>16} {b2b:>8} {b2b_vs:>8}")
-    return "\n".join(lines)
 
 
 def environment() -> None:

@@ -13,6 +13,7 @@ import os
 from types import ModuleType
 
 from .errors import NoGPUError  # noqa: F401  (exported here too: kernels.NoGPUError)
+from .profile import active_profile, install_in_cupy
 
 ENV_VAR = "COURSE_BACKEND"
 BACKENDS = ("cupy", "cpu")
@@ -34,8 +35,6 @@ def _probe() -> tuple[bool, str]:
         return False, f"CuPy is installed but found no CUDA device ({exc})"
     if count < 1:
         return False, "CuPy is installed but found no CUDA device"
-    from .profile import active_profile, install_in_cupy
-
     if active_profile() is not None:
         install_in_cupy()  # COURSE_GPU_PROFILE: CuPy compiles for the profile's GPU from the first kernel on
     return True, ""

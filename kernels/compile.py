@@ -22,6 +22,7 @@ from .declarations import global_kernels, module_globals
 from .errors import (CudaCompileError, GlobalNotFoundError, KernelArgumentError, KernelNotFoundError,
                      LaunchConfigError, NoGPUError)
 from .launch import STATIC_SMEM_LIMIT, LaunchLimits, ceil_div, check_launch, is_int, launch_dims
+from .profile import apply_to_launch_limits
 from .signature import Param, convert_args, parse_name_expression, parse_signature, template_kernels
 from .sources import include_options, name_expressions_in, source
 
@@ -36,14 +37,12 @@ def device_limits(device_id: int) -> LaunchLimits:
     props = cupy.cuda.runtime.getDeviceProperties(device_id)
     name = props.get("name", b"this GPU")
     name = name.decode() if isinstance(name, bytes) else str(name)
-    from .profile import apply_to_launch_limits  # a GPU profile (COURSE_GPU_PROFILE=t4) reports its own
-
-    return apply_to_launch_limits(LaunchLimits(max_threads_per_block=int(props["maxThreadsPerBlock"]),
-                        max_block=tuple(int(v) for v in props["maxThreadsDim"]),  # type: ignore[arg-type]
-                        max_grid=tuple(int(v) for v in props["maxGridSize"]),  # type: ignore[arg-type]
-                        max_shared_optin=int(props.get("sharedMemPerBlockOptin")
-                                             or props["sharedMemPerBlock"]),
-                        name=name))
+    limits = LaunchLimits(max_threads_per_block=int(props["maxThreadsPerBlock"]),
+                          max_block=tuple(int(v) for v in props["maxThreadsDim"]),  # type: ignore[arg-type]
+                          max_grid=tuple(int(v) for v in props["maxGridSize"]),  # type: ignore[arg-type]
+                          max_shared_optin=int(props.get("sharedMemPerBlockOptin") or props["sharedMemPerBlock"]),
+                          name=name)
+    return apply_to_launch_limits(limits)  # a GPU profile (COURSE_GPU_PROFILE=t4) reports its own
 
 
 class Kernel:

@@ -67,6 +67,13 @@ FIELD_LABELS: dict[str, str] = {
     "elements": "elements (floats)",
     "BK": "BK, tile depth along k (elements)",
     "reps": "re-reads",
+    "block_cols": "tile width BN (columns of C)",
+    "stages": "pipeline stages",
+    "cluster": "blocks per cluster",
+    "% of cuBLAS": "share of cuBLAS, same run (%)",
+    "time us": "time, L2 flushed (µs)",
+    "b2b us": "time, back to back (µs)",
+    "smem KB": "shared memory per block (KB)",
 }
 
 # Series whose matplotlib twin on the same page draws them in a fixed colour: the explorer uses the
@@ -332,9 +339,12 @@ var R; try{R=JSON.parse(el.textContent);}catch(e){return;}
 function name(run){return run.gpu+(run.date?" ("+run.date+")":"");}
 roots.forEach(function(root,j){
  var data=root.querySelector("script.course-explorer-data"); if(!data) return;
- var choices=[{label:name(R.main),text:data.textContent}];
+ /* the caption names the GPU it was recorded on: each run's caption names that run's GPU */
+ var cap=root.querySelector(".course-explorer-caption"), said=cap?cap.textContent:"";
+ function captionFor(run){return R.main.gpu?said.split(R.main.gpu).join(run.gpu):said;}
+ var choices=[{label:name(R.main),text:data.textContent,caption:said}];
  (R.runs||[]).forEach(function(run){var p=run.explorers&&run.explorers[j];
-  if(p) choices.push({label:name(run),text:JSON.stringify(p)});});
+  if(p) choices.push({label:name(run),text:JSON.stringify(p),caption:captionFor(run)});});
  if(choices.length<2) return;
  var bar=document.createElement("div"); bar.className="course-explorer-gpus";
  bar.setAttribute("style","font-family:sans-serif;font-size:12px;margin:8px 0 2px;display:flex;flex-wrap:wrap;gap:4px;align-items:center");
@@ -342,7 +352,8 @@ roots.forEach(function(root,j){
  var buttons=choices.map(function(c,k){var b=document.createElement("button"); b.type="button";
   b.textContent=c.label; b.setAttribute("aria-pressed",k===0?"true":"false");
   b.setAttribute("style","font-size:12px;padding:1px 8px;border:1px solid #888;border-radius:4px;cursor:pointer");
-  b.addEventListener("click",function(){data.textContent=c.text; root.removeAttribute("data-renderer");
+  b.addEventListener("click",function(){data.textContent=c.text; if(cap)cap.textContent=c.caption;
+   root.removeAttribute("data-renderer");
    render(root,{labels:LABELS,colors:COLORS_BY_SERIES},widths[j]);
    buttons.forEach(function(o,m){o.setAttribute("aria-pressed",m===k?"true":"false");
     o.style.background=m===k?"#dde7f5":"";});});

@@ -207,13 +207,11 @@ def hopper_problem() -> str | None:
         return f"{needs}; the CPU backend is in use"
     if not gpu_available():
         return f"{needs}; CuPy finds no usable CUDA GPU here"
-    import cupy
+    from .device import device_info
 
-    major, minor = divmod(int(cupy.cuda.Device().compute_capability), 10)
-    if (major, minor) != (9, 0):
-        name = cupy.cuda.runtime.getDeviceProperties(cupy.cuda.Device().id).get("name", b"this GPU")
-        name = name.decode() if isinstance(name, bytes) else str(name)
-        return f"{needs}; {name} has compute capability {major}.{minor}"
+    info = device_info()  # under a GPU profile (kernels.profile), the profile's GPU: a T4 run takes the T4's path
+    if info.compute_capability != "9.0":
+        return f"{needs}; {info.name} has compute capability {info.compute_capability}"
     return None
 
 
@@ -332,9 +330,19 @@ class GemmKernel:
     threads: int
     shared_bytes: int
     a_box_rows: int
+    cluster: int = 1  # blocks per cluster, stacked along M
+    multicast: bool = False  # the cluster's blocks share B^T's box through TMA multicast
+
+    @property
+    def b_box_rows(self) -> int:
+        """Rows of B^T one block loads per stage: its slice of the box when a cluster shares it."""
+        return self.block_cols // self.cluster if self.multicast else self.block_cols
 
     def grid(self, M: int, N: int) -> tuple[int, int]:
-        return (-(-N // self.block_cols), -(-M // self.block_rows))
+        """Blocks across N and down M; the rows of blocks rounded up to whole clusters (the extra
+        blocks' tiles lie below C: TMA reads zeros there and the epilogue stores nothing)."""
+        rows = -(-M // self.block_rows)
+        return (-(-N // self.block_cols), -(-rows // self.cluster) * self.cluster)
 
 
 def wgmma_pipelined(block_cols: int = 128, stages: int = 4, in_flight: int = 1) -> GemmKernel:
@@ -346,6 +354,31 @@ def wgmma_pipelined(block_cols: int = 128, stages: int = 4, in_flight: int = 1) 
     stage_bytes = (128 + block_cols) * 64 * 2
     return GemmKernel("hopper/wgmma_pipelined.cu", f"gemm_wgmma_pipelined<{block_cols}, {stages}, {in_flight}>",
                       128, block_cols, 384, stages * stage_bytes + SHARED_SLACK, 128)
+
+
+#: (block_cols, stages, cluster) of the instantiated warp-specialised kernels (the .cu file's list); a
+#: cluster of 2 shares B^T's box through TMA multicast.
+SPECIALISED_CONFIGS: list[tuple[int, int, int]] = [(256, 4, 1), (256, 4, 2), (256, 3, 1), (256, 3, 2),
+                                                   (128, 4, 1), (128, 6, 1), (128, 6, 2)]
+#: The one cluster configuration also built without multicast: what the cluster alone changes.
+CLUSTER_WITHOUT_MULTICAST = (256, 4, 2)
+
+
+def wgmma_specialised(block_cols: int = 256, stages: int = 4, cluster: int = 1, *,
+                      multicast: bool = True) -> GemmKernel:
+    """The warp-specialised kernel with setmaxnreg (producer 40 registers, consumers 232); with
+    ``cluster`` 2, two blocks stacked along M run together and (``multicast``) share B^T's box
+    through TMA multicast. ``wgmma_specialised(256, 4, 2, multicast=False)`` is the cluster alone."""
+    shares = cluster > 1 and multicast
+    key = (block_cols, stages, cluster)
+    if not (key in SPECIALISED_CONFIGS if shares or cluster == 1 else key == CLUSTER_WITHOUT_MULTICAST):
+        raise ValueError(f"gemm_wgmma_specialised is instantiated for (block_cols, stages, cluster) in "
+                         f"{SPECIALISED_CONFIGS}, and for {CLUSTER_WITHOUT_MULTICAST} without multicast; not "
+                         f"{key}{'' if shares or cluster == 1 else ' without multicast'}")
+    stage_bytes = (128 + block_cols) * 64 * 2
+    return GemmKernel("hopper/wgmma_specialised.cu",
+                      f"gemm_wgmma_specialised<{block_cols}, {stages}, {cluster}, {int(shares)}>",
+                      128, block_cols, 384, stages * stage_bytes + SHARED_SLACK, 128, cluster, shares)
 
 
 WGMMA_SINGLE = GemmKernel("hopper/wgmma_gemm.cu", "gemm_wgmma", 64, 128, 128, 24 * 1024 + SHARED_SLACK, 64)
@@ -374,7 +407,7 @@ def gemm_launcher(kernel: GemmKernel, A: Any, B_t: Any, C: Any, *, route: str = 
     raw = load_hopper_kernel(kernel.path, kernel.name)
     allow_shared_memory(raw, kernel.shared_bytes)
     a_map = tensor_map_of(A, kernel.a_box_rows, 64, swizzle_bytes=128)
-    b_map = tensor_map_of(B_t, kernel.block_cols, 64, swizzle_bytes=128)
+    b_map = tensor_map_of(B_t, kernel.b_box_rows, 64, swizzle_bytes=128)
     return launcher(raw, kernel.grid(M, N), (kernel.threads,), (a_map, b_map, C, M, N, K),
                     shared_mem=kernel.shared_bytes, route=route)
 
@@ -398,8 +431,57 @@ def tile_copy_launcher(src: Any, dst: Any, box_rows: int = 128, box_cols: int = 
     return launcher(raw, (-(-cols // box_cols), -(-rows // box_rows)), (128,), args, shared_mem=shared, route=route)
 
 
+# ------------------------------------------------------------------ distributed shared memory
+
+#: Cluster sizes of hopper/cluster_histogram.cu (the portable ones: at most 8 blocks).
+HISTOGRAM_CLUSTERS = (1, 2, 4, 8)
+HISTOGRAM_THREADS = 512
+
+
+def histogram_shared_bytes(bins: int, cluster: int) -> int:
+    """Dynamic shared memory of one block: its slice of the bins, 4 bytes each."""
+    return 4 * -(-int(bins) // int(cluster))
+
+
+def histogram_launcher(values: Any, counts: Any, cluster: int, *, blocks: int | None = None) -> Callable[[], None]:
+    """A function adding the histogram of ``values`` (1-D uint32) into ``counts`` (uint32, one per bin;
+    values >= len(counts) are ignored), the bins split across the shared memory of the ``cluster``
+    blocks of each cluster (hopper/cluster_histogram.cu). ``blocks`` defaults to as many as fit on
+    the GPU at once, rounded down to whole clusters."""
+    if cluster not in HISTOGRAM_CLUSTERS:
+        raise ValueError(f"cluster is one of {HISTOGRAM_CLUSTERS}, not {cluster}")
+    if values.ndim != 1 or str(values.dtype) != "uint32" or counts.ndim != 1 or str(counts.dtype) != "uint32":
+        raise TypeError(f"values and counts are 1-D uint32 arrays; got {values.dtype} {values.shape} and "
+                        f"{counts.dtype} {counts.shape}")
+    bins = int(counts.size)
+    if bins < 1:
+        raise ValueError("counts needs at least one bin")
+    if values.size >= 1 << 31:
+        raise ValueError(f"{values.size} values: the kernel counts them with a 32-bit int; split the array")
+    requires_hopper("the cluster histogram")
+    import cupy
+
+    shared = histogram_shared_bytes(bins, cluster)
+    properties = cupy.cuda.runtime.getDeviceProperties(cupy.cuda.Device().id)
+    limit = int(properties["sharedMemPerBlockOptin"])
+    if shared > limit:
+        raise LaunchConfigError(f"{bins} bins in clusters of {cluster}: {shared} bytes of shared memory per block, "
+                                f"more than this GPU's {limit}; use a larger cluster")
+    raw = load_hopper_kernel("hopper/cluster_histogram.cu", f"histogram_cluster<{cluster}>")
+    allow_shared_memory(raw, shared)
+    if blocks is None:
+        per_sm = max(1, min(int(properties["maxThreadsPerMultiProcessor"]) // HISTOGRAM_THREADS,
+                            int(properties["sharedMemPerMultiprocessor"]) // (shared + 1024)))
+        blocks = max(cluster, int(properties["multiProcessorCount"]) * per_sm // cluster * cluster)
+    if blocks < 1 or blocks % cluster:
+        raise LaunchConfigError(f"blocks must be a positive multiple of the cluster size {cluster}, not {blocks}")
+    return launcher(raw, (blocks,), (HISTOGRAM_THREADS,), (values, int(values.size), counts, bins),
+                    shared_mem=shared)
+
+
 __all__ = ["ARCH_OPTIONS", "TensorMapArgs", "tensor_map_args", "encode_tensor_map", "tensor_map_of",
            "wgmma_descriptor", "wgmma_descriptor_fields", "swizzled_offset_128b", "accumulator_position",
            "hopper_problem", "requires_hopper", "load_hopper_kernel", "allow_shared_memory", "launcher", "launch",
-           "GemmKernel", "WGMMA_SINGLE", "wgmma_pipelined", "check_gemm_operands", "gemm_launcher",
-           "tile_copy_launcher"]
+           "GemmKernel", "WGMMA_SINGLE", "wgmma_pipelined", "SPECIALISED_CONFIGS", "wgmma_specialised",
+           "check_gemm_operands", "gemm_launcher", "tile_copy_launcher", "HISTOGRAM_CLUSTERS", "histogram_shared_bytes",
+           "histogram_launcher"]

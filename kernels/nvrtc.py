@@ -9,8 +9,11 @@ from __future__ import annotations
 
 import functools
 import importlib.util
+import json
 import os
 import re
+import subprocess
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
@@ -93,20 +96,62 @@ def _nvidia_dirs() -> list[Path]:
     return [Path(p) for p in (spec.submodule_search_locations or [])] if spec else []
 
 
+def nvrtc_library() -> Path | None:
+    """The NVRTC library this process loaded (cuda-bindings loads it once, through cuda.pathfinder), or None.
+
+    It is not always the one of the wheels on sys.path: a library already loaded (by CuPy, say) wins."""
+    try:
+        from cuda.pathfinder import load_nvidia_dynamic_lib  # the loader cuda-bindings uses; cached there
+
+        nvrtc_version()  # load it the way the bindings do before asking where it is
+        path = load_nvidia_dynamic_lib("nvrtc").abs_path
+    except Exception:
+        return None
+    return Path(path) if path else None
+
+
+_CUDART_VERSION = re.compile(r"^\s*#\s*define\s+CUDART_VERSION\s+(\d+)", re.MULTILINE)
+
+
+def header_major(include_dir: Path) -> int | None:
+    """The CUDA major version of the runtime headers in ``include_dir`` (its CUDART_VERSION), None if unknown."""
+    try:
+        text = (include_dir / "cuda_runtime_api.h").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+    found = _CUDART_VERSION.search(text)
+    return int(found.group(1)) // 1000 if found else None
+
+
 @functools.lru_cache(maxsize=1)
 def cuda_include_dirs() -> tuple[str, ...]:
-    """Directories with the CUDA headers (``cuda_fp16.h`` ...) that match this NVRTC's version."""
+    """Directories with the CUDA headers (``cuda_fp16.h`` ...) that match this NVRTC's version.
+
+    Looked up once per process, in a fixed order: the headers installed with the NVRTC library in use,
+    then the ``nvidia`` wheels importable, then one CUDA toolkit (CUDA_PATH, CUDA_HOME,
+    /usr/local/cuda); a directory whose headers are of another CUDA major version is never taken (a
+    toolkit of another version often sits beside the wheels, and its headers change the compiled code).
+    """
     try:
         major = nvrtc_version()[0]
     except Exception:
         major = 12
     wheel_subdirs = (["cu13/include", "cuda_runtime/include", "cuda_cccl/include"] if major >= 13 else
                      ["cuda_runtime/include", "cuda_cccl/include", "cu12/include"])
-    found = [d / sub for d in _nvidia_dirs() for sub in wheel_subdirs if (d / sub).is_dir()]
+    roots, toolkits = [], []
+    library = nvrtc_library()
+    if library is not None and len(library.parents) > 2:
+        if library.parents[2].name == "nvidia":  # a wheel's nvidia/cuda_nvrtc/lib/ or nvidia/cu13/lib/
+            roots.append(library.parents[2])
+        else:  # a toolkit's lib64/ (or targets/<platform>/lib/), beside its include/
+            toolkits.append(library.parents[1] / "include")
+    roots += _nvidia_dirs()
+    found = [d / sub for d in roots for sub in wheel_subdirs if (d / sub).is_dir()]
+    found = [d for d in found if header_major(d) in (None, major)]
     if not any((d / "cuda_fp16.h").is_file() for d in found):
-        system = [Path(os.environ[v]) / "include" for v in ("CUDA_PATH", "CUDA_HOME") if os.environ.get(v)]
-        system.append(Path("/usr/local/cuda/include"))
-        found += [d for d in system if (d / "cuda_fp16.h").is_file()][:1]
+        toolkits += [Path(os.environ[v]) / "include" for v in ("CUDA_PATH", "CUDA_HOME") if os.environ.get(v)]
+        toolkits.append(Path("/usr/local/cuda/include"))
+        found += [d for d in toolkits if (d / "cuda_fp16.h").is_file() and header_major(d) in (None, major)][:1]
     return tuple(dict.fromkeys(str(d) for d in found))
 
 
@@ -196,5 +241,34 @@ def _compile_cached(code: str, arch: str, options: tuple[str, ...],
         nv.nvrtcDestroyProgram(prog)
 
 
+def reports_in_fresh_process(jobs: Sequence[tuple[str, str, Sequence[str], Sequence[str], str]],
+                             timeout_s: float = 900) -> list[dict[str, ResourceReport]]:
+    """The ptxas reports (``CompileResult.resources``) of ``jobs``, each ``(code, arch, options,
+    name_expressions, filename)``, as a new Python process compiles them.
+
+    NVRTC's output is not always a function of the source and the options alone: fresh processes agree
+    with each other, but in a process whose heap is fragmented (late in a full test run, or after many
+    allocations of mixed sizes) a kernel can get a register more or fewer, and one at its register cap
+    then spills a few bytes. Numbers that a test compares exactly are compiled here.
+    """
+    payload = json.dumps([[code, arch, list(options), list(exprs), filename]
+                          for code, arch, options, exprs, filename in jobs])
+    script = ("import dataclasses, json, sys; from kernels.nvrtc import compile_cuda\n"
+              "out = []\n"
+              "for code, arch, options, exprs, filename in json.load(sys.stdin):\n"
+              "    result = compile_cuda(code, arch, options, exprs, filename).raise_for_errors()\n"
+              "    out.append({k: dataclasses.asdict(r) for k, r in result.resources.items()})\n"
+              "json.dump(out, sys.stdout)\n")
+    package_root = str(Path(__file__).resolve().parents[1])
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [package_root, os.environ.get("PYTHONPATH")]))}
+    done = subprocess.run([sys.executable, "-c", script], input=payload, capture_output=True, text=True,
+                          env=env, timeout=timeout_s)
+    if done.returncode != 0:
+        raise CudaCompileError(f"compiling in a fresh process failed (exit status {done.returncode}):\n"
+                               f"{done.stderr.strip()}")
+    return [{k: ResourceReport(**r) for k, r in reports.items()} for reports in json.loads(done.stdout)]
+
+
 __all__ = ["compile_cuda", "CompileResult", "CudaCompileError", "nvrtc_available", "supported_archs",
-           "nvrtc_version", "cuda_include_dirs", "build_options", "NVRTC_REQUIREMENTS", "NVRTC_INSTALL"]
+           "nvrtc_version", "nvrtc_library", "cuda_include_dirs", "header_major", "build_options",
+           "reports_in_fresh_process", "NVRTC_REQUIREMENTS", "NVRTC_INSTALL"]

@@ -13,6 +13,7 @@ from typing import Sequence
 from . import backend, nvrtc  # modules, not names: tests swap backend.gpu_available, nvrtc.nvrtc_available ...
 from . import compile as kernel_compile
 from .portable import missing
+from .profile import compile_arch
 from .ptxas import ResourceReport, demangle, parse_ptxas_log  # noqa: F401  (exported here too)
 from .signature import _find_kernel, template_kernels
 from .sources import source
@@ -23,9 +24,7 @@ def default_arch() -> str:
     if backend.gpu_available():
         import cupy
 
-        from .profile import compile_arch  # sm_75 under the T4 profile
-
-        return compile_arch(f"sm_{cupy.cuda.Device().compute_capability}")
+        return compile_arch(f"sm_{cupy.cuda.Device().compute_capability}")  # sm_75 under the T4 profile
     return "sm_90"
 
 

@@ -352,6 +352,16 @@ def test_no_page_of_an_exercise_holds_its_solution(exercise_id: str) -> None:
     assert leaked == [], f"solution text shown to students: {leaked}"
 
 
+def test_between_markers_replaces_only_the_generated_block() -> None:
+    text = "intro\n<!-- start -->\nold table\n<!-- end -->\noutro\n"
+    assert extool.between_markers(text, "<!-- start -->", "<!-- end -->", "new", "README.md") == \
+        "intro\n<!-- start -->\nnew\n<!-- end -->\noutro\n"
+    for broken in ("intro\n<!-- start -->\nold\n", "<!-- end -->\nold\n<!-- start -->\n"):
+        with pytest.raises(extool.SourceError, match=r"^README.md lacks the marker line '<!-- start -->' "
+                                                     r"followed by '<!-- end -->'$"):
+            extool.between_markers(broken, "<!-- start -->", "<!-- end -->", "new", "README.md")
+
+
 def test_check_reports_a_missing_or_stale_site_page(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     pages = tmp_path / "exercises"
     pages.mkdir()

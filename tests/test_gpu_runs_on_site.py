@@ -75,11 +75,12 @@ def test_every_kept_run_of_this_book_aligns_with_its_chapter() -> None:
 
 def test_the_switch_redraws_an_explorer_from_the_other_gpu_s_run(tmp_path: Path) -> None:
     """In a browser: the site script puts a 'Recorded on' row above each explorer with a twin, and a
-    click redraws the explorer from that run's data (and back)."""
+    click redraws the explorer from that run's data and names that run's GPU in its caption (and back)."""
     from browser import console_errors, open_page, require_chromium
 
     require_chromium()
-    mine, theirs, lonely = (Explorer(_records(1.0), "threads", "GB/s", readout=["GB/s"]),
+    mine, theirs, lonely = (Explorer(_records(1.0), "threads", "GB/s", readout=["GB/s"],
+                                     caption="Recorded on GPU A; run the notebook on a GPU to measure live."),
                             Explorer(_records(5.0), "threads", "GB/s", readout=["GB/s"]),
                             Explorer(_records(1.0), "GB/s", "threads"))
     runs = {"main": {"gpu": "GPU A", "date": "2026-11-27"},
@@ -92,6 +93,7 @@ def test_the_switch_redraws_an_explorer_from_the_other_gpu_s_run(tmp_path: Path)
         return {lines: Array.prototype.map.call(r.querySelectorAll('path.course-explorer-line'),
                     function(p){return p.getAttribute('d');}),
                 readout: r.querySelector('.course-explorer-readout').textContent,
+                caption: r.querySelector('.course-explorer-caption').textContent,
                 bars: document.querySelectorAll('.course-explorer-gpus').length,
                 pressed: Array.prototype.map.call(document.querySelectorAll('.course-explorer-gpus button'),
                     function(b){return b.textContent + '=' + b.getAttribute('aria-pressed');})};"""
@@ -103,6 +105,9 @@ def test_the_switch_redraws_an_explorer_from_the_other_gpu_s_run(tmp_path: Path)
         after = driver.execute_script(read, mine.id)
         assert after["pressed"] == ["GPU A (2026-11-27)=false", "GPU B (2026-11-29)=true"]
         assert after["readout"] != before["readout"]  # the same shape, five times the values
+        assert before["caption"] == "Recorded on GPU A; run the notebook on a GPU to measure live."
+        assert after["caption"] == "Recorded on GPU B; run the notebook on a GPU to measure live."
         driver.execute_script("document.querySelectorAll('.course-explorer-gpus button')[0].click();")
-        assert driver.execute_script(read, mine.id)["readout"] == before["readout"]
+        back = driver.execute_script(read, mine.id)
+        assert back["readout"] == before["readout"] and back["caption"] == before["caption"]
         assert console_errors(driver) == []

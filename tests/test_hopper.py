@@ -38,7 +38,8 @@ def compiled(filename: str, arch: str = "sm_90a"):
 # ------------------------------------------------------------------------------------ kernels
 
 def test_the_chapter_has_its_kernels():
-    assert HOPPER_FILES == ["tma_copy.cu", "wgmma_gemm.cu", "wgmma_pipelined.cu"]
+    assert HOPPER_FILES == ["cluster_histogram.cu", "tma_copy.cu", "wgmma_gemm.cu", "wgmma_pipelined.cu",
+                            "wgmma_specialised.cu"]
 
 
 @pytest.mark.parametrize("filename", HOPPER_FILES)
@@ -56,6 +57,22 @@ def test_compiles_for_sm_90a_without_spills(filename: str):
     for name, report in result.resources.items():
         assert report.spills is False, (name, report)
     assert "serialized" not in result.log, result.log  # ptxas: wgmma issued one at a time
+
+
+@needs_nvrtc
+def test_the_cluster_kernels_use_clusters_multicast_and_setmaxnreg():
+    """What the chapter says the specialised kernel and the histogram do is in their PTX."""
+    ptx = compile_cuda(source("hopper/wgmma_specialised.cu"), "compute_90a", (),
+                       ("gemm_wgmma_specialised<256, 4, 2, 1>",), "hopper/wgmma_specialised.cu").ptx
+    assert ".reqnctapercluster 1, 2, 1" in ptx
+    assert "multicast::cluster" in ptx and "mapa.shared::cluster" in ptx
+    assert "setmaxnreg.dec.sync.aligned.u32 40" in ptx and "setmaxnreg.inc.sync.aligned.u32 232" in ptx
+    alone = compile_cuda(source("hopper/wgmma_specialised.cu"), "compute_90a", (),
+                         ("gemm_wgmma_specialised<256, 4, 2, 0>",), "hopper/wgmma_specialised.cu").ptx
+    assert ".reqnctapercluster 1, 2, 1" in alone and "multicast::cluster" not in alone and "mapa" not in alone
+    histogram = compile_cuda(source("hopper/cluster_histogram.cu"), "compute_90", (),
+                             ("histogram_cluster<4>",), "hopper/cluster_histogram.cu").ptx
+    assert ".reqnctapercluster 4, 1, 1" in histogram and "red.relaxed.cluster.shared::cluster.add.u32" in histogram
 
 
 @needs_nvrtc
@@ -223,9 +240,68 @@ def test_kernels_fit_in_shared_memory_and_tile_the_grid():
         hopper.wgmma_pipelined(192)
 
 
+def test_specialised_kernels_are_compiled_and_sized():
+    every = set(name_expressions_in(source("hopper/wgmma_specialised.cu")))
+    kernels = [hopper.wgmma_specialised(*key) for key in hopper.SPECIALISED_CONFIGS]
+    kernels.append(hopper.wgmma_specialised(*hopper.CLUSTER_WITHOUT_MULTICAST, multicast=False))
+    assert {k.name for k in kernels} == every  # each configuration is compiled in CI, and nothing else
+    for kernel in kernels:
+        assert kernel.shared_bytes <= 227 * 1024, kernel
+    best = hopper.wgmma_specialised()
+    assert (best.block_cols, best.cluster, best.multicast, best.b_box_rows) == (256, 1, False, 256)
+    assert best.shared_bytes == 4 * (16 + 32) * 1024 + 1152
+    shared = hopper.wgmma_specialised(256, 4, 2)
+    assert (shared.multicast, shared.b_box_rows) == (True, 128)  # each block loads half the box
+    assert hopper.wgmma_specialised(256, 4, 2, multicast=False).b_box_rows == 256
+    with pytest.raises(ValueError, match="not \\(128, 4, 2\\)"):
+        hopper.wgmma_specialised(128, 4, 2)
+    with pytest.raises(ValueError, match="without multicast"):
+        hopper.wgmma_specialised(256, 3, 2, multicast=False)
+
+
+def test_cluster_grids_round_up_to_whole_clusters():
+    pair = hopper.wgmma_specialised(256, 4, 2)
+    assert pair.grid(4096, 4096) == (16, 32)
+    assert pair.grid(1000, 1001) == (4, 8)  # 8 rows of blocks cover 1000 rows; already whole clusters
+    assert pair.grid(129, 300) == (2, 2)  # 2 rows of blocks: one cluster
+    assert pair.grid(100, 300) == (2, 2)  # 1 row of blocks rounded up to a cluster of 2
+    assert hopper.wgmma_specialised().grid(100, 300) == (2, 1)
+
+
+def test_histogram_shared_memory_and_refusals():
+    assert hopper.histogram_shared_bytes(4096, 1) == 16384
+    assert hopper.histogram_shared_bytes(400_000, 8) == 200_000  # 50,000 bins per block
+    assert hopper.histogram_shared_bytes(10, 4) == 12  # ceil(10 / 4) = 3 bins per block
+    values, counts = np.zeros(16, np.uint32), np.zeros(8, np.uint32)
+    with pytest.raises(ValueError, match="cluster is one of"):
+        hopper.histogram_launcher(values, counts, 3)
+    with pytest.raises(TypeError, match="uint32"):
+        hopper.histogram_launcher(values.astype(np.int32), counts, 2)
+    with pytest.raises(ValueError, match="at least one bin"):
+        hopper.histogram_launcher(values, counts[:0], 2)
+
+
 def test_on_the_cpu_backend_it_says_what_is_needed(monkeypatch):
     monkeypatch.setenv("COURSE_BACKEND", "cpu")
     problem = hopper.hopper_problem()
     assert problem and "H100" in problem and "sm_90a" in problem and "CPU backend" in problem
     with pytest.raises(NoGPUError, match="compute capability 9.0"):
         hopper.requires_hopper("the TMA copy")
+
+
+@pytest.mark.parametrize("capability, runs", [("9.0", True), ("7.5", False), ("8.0", False), ("10.0", False)])
+def test_who_runs_follows_the_device_the_package_reports(monkeypatch, capability: str, runs: bool):
+    """Under the T4 profile on an H100 the package reports a T4, and the chapter takes the T4's path."""
+    import types
+
+    from kernels import backend, device
+
+    monkeypatch.setattr(backend, "backend_name", lambda: "cupy")
+    monkeypatch.setattr(backend, "gpu_available", lambda: True)
+    monkeypatch.setattr(device, "device_info",
+                        lambda: types.SimpleNamespace(name="T4 profile on NVIDIA H100", compute_capability=capability))
+    problem = hopper.hopper_problem()
+    assert (problem is None) == runs
+    if not runs:
+        assert f"T4 profile on NVIDIA H100 has compute capability {capability}" in problem
+

@@ -388,10 +388,16 @@ def _second_run(root: Path, gpu: str, folder: str | None = None) -> Path:
     return path
 
 
-def test_gpu_slug_names_a_folder_per_gpu() -> None:
+def test_gpu_slug_names_a_folder_per_gpu_and_a_results_file_per_model() -> None:
     assert nbtools.gpu_slug("NVIDIA H200") == "h200"
     assert nbtools.gpu_slug("NVIDIA H100 80GB HBM3") == "h100-80gb-hbm3"
     assert nbtools.gpu_slug("Tesla T4") == "tesla-t4"
+    assert nbtools.gpu_slug("NVIDIA H200", model_only=True) == "h200"
+    assert nbtools.gpu_slug("NVIDIA H100 80GB HBM3", model_only=True) == "h100"
+    assert nbtools.gpu_slug("Tesla T4", model_only=True) == "t4"
+    for nameless in ("", " -- ", "NVIDIA ()"):
+        with pytest.raises(ValueError, match="cannot name a file or folder after the GPU"):
+            nbtools.gpu_slug(nameless)
 
 
 def test_a_second_gpu_run_passes_check_until_the_code_changes(tmp_path: Path) -> None:
@@ -417,6 +423,8 @@ def test_a_second_run_in_another_gpu_s_folder_or_of_no_chapter_is_reported(tmp_p
     _cli(root, "sync")
     _fake_gpu_run(root)
     _second_run(root, "NVIDIA H200", folder="h100-80gb-hbm3")
+    nameless = _second_run(root, "", folder="tesla-t4")
+    assert nbtools.second_run_problems(nameless, root / "book", root) == ["its provenance names no GPU"]
     orphan = root / "book" / nbtools.RUNS / "h200" / "gone.ipynb"
     orphan.parent.mkdir(parents=True, exist_ok=True)
     nbtools.write_notebook(nbformat.v4.new_notebook(), orphan)

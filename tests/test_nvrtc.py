@@ -91,6 +91,52 @@ def test_cuda_fp16_header_resolves():
     assert result.ok, result.log
 
 
+@pytest.fixture
+def fresh_include_dirs():
+    """kernels.nvrtc with its header choice forgotten before and after the test (it is made once per process)."""
+    import kernels.nvrtc as nv
+
+    nv.cuda_include_dirs.cache_clear()
+    yield nv
+    nv.cuda_include_dirs.cache_clear()
+
+
+def _toolkit_headers(root: Path, cuda_version: int) -> Path:
+    """A CUDA toolkit's include/ of ``cuda_version`` (e.g. 13000) whose cuda_fp16.h cannot be compiled."""
+    include = root / "include"
+    include.mkdir(parents=True)
+    (include / "cuda_runtime_api.h").write_text(f"#define CUDART_VERSION {cuda_version}\n")
+    (include / "cuda_fp16.h").write_text("#error the headers of another CUDA version\n")
+    return include
+
+
+def test_header_major_reads_the_runtime_version(tmp_path):
+    import kernels.nvrtc as nv
+
+    assert nv.header_major(_toolkit_headers(tmp_path / "a", 12090)) == 12
+    assert nv.header_major(_toolkit_headers(tmp_path / "b", 13000)) == 13
+    assert nv.header_major(tmp_path) is None
+
+
+def test_headers_match_the_nvrtc_in_use_whatever_the_environment_names(tmp_path, monkeypatch, fresh_include_dirs):
+    """Without the nvidia wheels on sys.path and with CUDA_PATH naming a toolkit of another CUDA version
+    (as /usr/local/cuda often is), the headers are still those of the NVRTC library the process loaded."""
+    nv = fresh_include_dirs
+    major = nv.nvrtc_version()[0]
+    other = _toolkit_headers(tmp_path / "cuda", (major + 1) * 1000)
+    monkeypatch.setattr(nv, "_nvidia_dirs", lambda: [])
+    monkeypatch.setenv("CUDA_PATH", str(other.parent))
+    monkeypatch.setenv("CUDA_HOME", str(other.parent))
+    chosen = nv.cuda_include_dirs()
+    assert str(other) not in chosen
+    assert chosen and all(nv.header_major(Path(d)) in (None, major) for d in chosen), chosen
+    code = ('#include <cuda_fp16.h>\n'
+            'extern "C" __global__ void headers_of_this_nvrtc(const __half* x, float* y)\n'
+            '{ y[threadIdx.x] = __half2float(x[threadIdx.x]); }\n')
+    result = compile_cuda(code, "sm_75")
+    assert result.ok, result.log
+
+
 def test_name_expressions_give_lowered_names_and_per_instance_reports():
     exprs = ["block_sum<float, 256>", "block_sum<double, 128>"]
     result = compile_cuda(TEMPLATE, "sm_90", name_expressions=exprs).raise_for_errors()
@@ -147,6 +193,19 @@ def test_second_compile_of_a_program_keeps_its_resource_report():
     second = compile_cuda(code, "sm_75")
     assert first.resources["twice"].registers is not None
     assert second.resources == first.resources
+
+
+def test_a_fresh_process_reports_what_this_one_compiles():
+    """The same reports as an in-process compile, per job; a job that does not compile names its file."""
+    from kernels.nvrtc import reports_in_fresh_process
+
+    jobs = [(SPILLY, "sm_90", (), (), "spilly.cu"),
+            (TEMPLATE, "sm_75", ("-DUNUSED=1",), ["block_sum<float, 256>"], "t.cu")]
+    fresh = reports_in_fresh_process(jobs)
+    assert fresh == [compile_cuda(*job).resources for job in jobs]
+    assert fresh[0]["spilly"].stack_frame_bytes > 0 and fresh[1]["block_sum<float, 256>"].shared_bytes == 1024
+    with pytest.raises(CudaCompileError, match=r"(?s)fresh process failed.*broken.cu\(3\): error"):
+        reports_in_fresh_process([(BROKEN, "sm_90", (), (), "broken.cu")])
 
 
 class _FakeLogBinding:

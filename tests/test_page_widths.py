@@ -36,7 +36,7 @@ ROOT = Path(__file__).resolve().parents[1]
 SITE = Path(os.environ.get("COURSE_SITE", ROOT / "_build" / "html"))
 sys.path.insert(0, str(ROOT / "tests"))
 
-from browser import browser, load, require_chromium, set_viewport  # noqa: E402
+from browser import browser, console_errors, load, require_chromium, set_viewport  # noqa: E402
 
 WIDTHS = (1400, 400)
 TOLERANCE_PX = 1
@@ -144,10 +144,6 @@ def _settle(driver: object, pause_ms: int = 0) -> None:
           });""", pause_ms)
 
 
-def _console_errors(driver: object) -> list[str]:
-    return [entry["message"] for entry in driver.get_log("browser") if entry.get("level") == "SEVERE"]
-
-
 @pytest.fixture(scope="module")
 def measurements() -> dict[tuple[str, int], dict]:
     """Each page at each width: its sideways scroll, its offending blocks and its console errors."""
@@ -169,7 +165,7 @@ def measurements() -> dict[tuple[str, int], dict]:
                     set_viewport(driver, width)
                     _settle(driver, AFTER_RESIZE_MS)
                 result = driver.execute_script(MEASURE, TOLERANCE_PX)
-                result["errors"] = _console_errors(driver)
+                result["errors"] = console_errors(driver)
                 results[(str(page.relative_to(SITE)), width)] = result
             order.reverse()
     return results

@@ -280,7 +280,7 @@ def check_summary(json_path, text_path) -> None:
     data = json.loads(json_path.read_text())
     assert data["profile"] == "t4" and "not Tesla T4 measurements" in data["note"]
     assert data["provenance"]["profile"] == "t4" and data["provenance"]["gpu"].startswith("T4 profile on ")
-    assert json_path.stem == f"t4_profile_{t4_profile.gpu_slug(data['provenance']['physical_gpu'])}"
+    assert json_path.stem == f"t4_profile_{t4_profile.results_slug(data['provenance'])}"
     for row in data["rows"]:
         assert tuple(row) == t4_profile.ROW_KEYS
         assert row["kind"] in t4_profile.KINDS and row["status"] in t4_profile.STATUSES
@@ -303,10 +303,13 @@ def test_recorded_summaries_follow_the_format(json_path):
     check_summary(json_path, json_path.with_suffix(".txt"))
 
 
-def test_gpu_slug_and_bad_rows():
-    assert t4_profile.gpu_slug("NVIDIA H200") == "h200"
-    assert t4_profile.gpu_slug("NVIDIA H100 80GB HBM3") == "h100"
-    assert t4_profile.gpu_slug("Tesla T4") == "t4"
+def test_results_slug_and_bad_rows():
+    """The summary is named after the real GPU's model (tools/notebooks.py's gpu_slug, model_only)."""
+    assert t4_profile.results_slug({"gpu": "T4 profile on NVIDIA H200", "physical_gpu": "NVIDIA H200"}) == "h200"
+    assert t4_profile.results_slug({"gpu": "x", "physical_gpu": "NVIDIA H100 80GB HBM3"}) == "h100"
+    assert t4_profile.results_slug({"gpu": "Tesla T4"}) == "t4"
+    with pytest.raises(ValueError, match="cannot name a file or folder after the GPU ' '"):
+        t4_profile.results_slug({"gpu": "T4 profile", "physical_gpu": " "})
     with pytest.raises(ValueError, match="kind 'book'"):
         t4_profile.Row("book", "x", "ok", 1.0, None, "")
     with pytest.raises(ValueError, match="status 'passed'"):

@@ -180,8 +180,20 @@ def _title_cell(ex: Exercise) -> str:
             f"[{chapter_title(chapter)}](../../book/{chapter}.ipynb) "
             f"([open the chapter in Colab]({colab_url(f'book/{chapter}.ipynb')})). "
             f"[Open this exercise in Colab]({colab_url(f'exercises/{chapter}/{ex.name}.ipynb')}).*\n\n"
-            "In Colab, pick a GPU first: *Runtime > Change runtime type > T4 GPU*. Without a GPU the check "
-            "still runs your kernel, on the course's CPU backend, but it cannot measure its speed.")
+            + (_arch_note(ex) if ex.arch else
+               "In Colab, pick a GPU first: *Runtime > Change runtime type > T4 GPU*. Without a GPU the check "
+               "still runs your kernel, on the course's CPU backend, but it cannot measure its speed."))
+
+
+def _arch_note(ex: Exercise) -> str:
+    """Where an exercise for one kind of GPU (``Exercise.arch``) runs, instead of the T4 advice."""
+    from kernels.grading.harness import GPUS_OF_CAPABILITY, required_capability
+
+    capability = required_capability(ex.arch)
+    gpus = GPUS_OF_CAPABILITY.get(capability, f"a GPU of compute capability {capability}")
+    return (f"The kernel of this exercise runs only on {gpus} (compute capability {capability}, compiled for "
+            f"`{ex.arch}`), not on Colab's T4 nor on the course's CPU backend. There the check says so and still "
+            f"checks what it can: the kernel's signature, and that it compiles for `{ex.arch}`.")
 
 
 def _task_cell(src: Source, ex: Exercise) -> str:
@@ -369,12 +381,21 @@ def readme_table() -> str:
     return "\n".join(rows)
 
 
+def between_markers(text: str, start_marker: str, end_marker: str, body: str, where: str) -> str:
+    """``text`` with what lies between its two marker lines replaced by ``body``: how every generated
+    block inside a hand-written file (the README table, a chapter's exercise list, the TOC's Exercises
+    part) is regenerated, leaving the text around it as written. ``where`` names the file for the error."""
+    head, found, rest = text.partition(start_marker)
+    if not found or end_marker not in rest:
+        raise SourceError(f"{where} lacks the marker line {start_marker.strip()!r} "
+                          f"followed by {end_marker.strip()!r}")
+    _, tail = rest.split(end_marker, 1)
+    return f"{head}{start_marker}\n{body}\n{end_marker}{tail}"
+
+
 def readme_text(current: str) -> str:
-    if TABLE_START not in current or TABLE_END not in current:
-        raise SourceError(f"{README.relative_to(ROOT)} lacks the table markers {TABLE_START!r} and {TABLE_END!r}")
-    head, rest = current.split(TABLE_START, 1)
-    _, tail = rest.split(TABLE_END, 1)
-    return f"{head}{TABLE_START}\n{readme_table()}\n{TABLE_END}{tail}"
+    """``current`` (exercises/README.md) with the exercise table between the markers regenerated."""
+    return between_markers(current, TABLE_START, TABLE_END, readme_table(), str(README.relative_to(ROOT)))
 
 
 # --------------------------------------------------------------------------------------------------
@@ -416,9 +437,7 @@ def chapter_list(chapter: str) -> str:
 
 def chapter_text(current: str, chapter: str) -> str:
     """``current`` (a chapter's Markdown) with the list between the markers regenerated."""
-    head, rest = current.split(LIST_START, 1)
-    _, tail = rest.split(LIST_END, 1)
-    return f"{head}{LIST_START}\n{chapter_list(chapter)}\n{LIST_END}{tail}"
+    return between_markers(current, LIST_START, LIST_END, chapter_list(chapter), f"book/{chapter}.md")
 
 
 def chapters_with_exercises() -> list[str]:
@@ -464,11 +483,7 @@ def toc_part() -> str:
 
 def toc_text(current: str) -> str:
     """``current`` (_toc.yml) with the Exercises part between the markers regenerated."""
-    if TOC_START not in current or TOC_END not in current:
-        raise SourceError(f"_toc.yml lacks the marker lines {TOC_START.strip()!r} and {TOC_END.strip()!r}")
-    head, rest = current.split(TOC_START, 1)
-    _, tail = rest.split(TOC_END, 1)
-    return f"{head}{TOC_START}\n{toc_part()}\n{TOC_END}{tail}"
+    return between_markers(current, TOC_START, TOC_END, toc_part(), "_toc.yml")
 
 
 def site_files() -> dict[Path, str]:

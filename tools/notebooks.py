@@ -429,10 +429,17 @@ def check(book: Path = BOOK, config_path: Path = CONFIG, root: Path = ROOT) -> l
     return lines
 
 
-def gpu_slug(gpu: str) -> str:
-    """The folder name of a GPU's runs: 'NVIDIA H200' -> 'h200', 'NVIDIA H100 80GB HBM3' -> 'h100-80gb-hbm3'."""
-    name = re.sub(r"^nvidia\s+", "", gpu.strip(), flags=re.IGNORECASE)
-    return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-") or "gpu"
+def gpu_slug(gpu: str, *, model_only: bool = False) -> str:
+    """A GPU's name as a file or folder name; the names kept in the repository depend on both forms.
+    In full, the folder of a chapter's run on that GPU (book/runs/<slug>/): 'NVIDIA H200' -> 'h200',
+    'NVIDIA H100 80GB HBM3' -> 'h100-80gb-hbm3', 'Tesla T4' -> 'tesla-t4'. ``model_only``, the model
+    alone, as in benchmarks/results/t4_profile_<slug>.json: 'h200', 'h100', 't4'."""
+    name = re.sub(r"^(nvidia|tesla)\s+" if model_only else r"^nvidia\s+", "", gpu.strip(), flags=re.IGNORECASE)
+    words = name.lower().split()[:1] if model_only else [name.lower()]
+    slug = re.sub(r"[^a-z0-9]+", "-", " ".join(words)).strip("-")
+    if not slug:
+        raise ValueError(f"cannot name a file or folder after the GPU {gpu!r}")
+    return slug
 
 
 def second_runs(book: Path = BOOK) -> list[Path]:
@@ -450,8 +457,10 @@ def second_run_problems(run: Path, book: Path = BOOK, root: Path = ROOT) -> list
     provenance = get_provenance(nb)
     if not provenance:
         return ["no GPU provenance"]
+    if not str(provenance.get("gpu") or "").strip():
+        return ["its provenance names no GPU"]
     problems = []
-    if gpu_slug(str(provenance.get("gpu", ""))) != run.parent.name:
+    if gpu_slug(str(provenance["gpu"])) != run.parent.name:
         problems.append(f"recorded on {provenance.get('gpu')!r}, kept in the folder of another GPU ({run.parent.name})")
     if code_hash(read_markdown(md)) != code_hash(nb) or nb.metadata.get("course", {}).get("code_sha256") != code_hash(nb):
         problems.append(f"a run of code that has changed since ({provenance.get('gpu')}, {provenance.get('date')}): run "

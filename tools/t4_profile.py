@@ -103,13 +103,12 @@ class Row:
             raise ValueError(f"status {self.status!r} is not one of {', '.join(STATUSES)}")
 
 
-def gpu_slug(gpu_name: str) -> str:
-    """``h200`` for "NVIDIA H200", ``h100`` for "NVIDIA H100 80GB HBM3": the file name's GPU."""
-    words = re.sub(r"^(nvidia|tesla)\s+", "", gpu_name.strip(), flags=re.I).split()
-    slug = re.sub(r"[^a-z0-9]", "", words[0].lower()) if words else ""
-    if not slug:
-        raise ValueError(f"cannot name a results file after the GPU {gpu_name!r}")
-    return slug
+def results_slug(provenance: dict[str, Any]) -> str:
+    """The real GPU's model in the summary's file name: ``h200`` for "NVIDIA H200", ``h100`` for
+    "NVIDIA H100 80GB HBM3" (the profile's provenance names the T4 profile as its ``gpu``)."""
+    from notebooks import gpu_slug
+
+    return gpu_slug(str(provenance.get("physical_gpu") or provenance["gpu"]), model_only=True)
 
 
 def _last_line(error: BaseException) -> str:
@@ -336,7 +335,7 @@ def parse_summary_text(text: str) -> list[dict[str, str]]:
 
 def write_summary(data: dict[str, Any], results: Path) -> tuple[Path, Path]:
     """Write ``t4_profile_<gpu>.json`` and ``.txt`` into ``results``; their paths."""
-    slug = gpu_slug(str(data["provenance"].get("physical_gpu") or data["provenance"]["gpu"]))
+    slug = results_slug(data["provenance"])
     results.mkdir(parents=True, exist_ok=True)
     json_path, text_path = results / f"t4_profile_{slug}.json", results / f"t4_profile_{slug}.txt"
     json_path.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
@@ -346,7 +345,7 @@ def write_summary(data: dict[str, Any], results: Path) -> tuple[Path, Path]:
 
 def previous_rows(results: Path, provenance: dict[str, Any]) -> list[Row]:
     """The rows of the summary already written for this GPU, if any."""
-    path = results / f"t4_profile_{gpu_slug(str(provenance.get('physical_gpu') or provenance['gpu']))}.json"
+    path = results / f"t4_profile_{results_slug(provenance)}.json"
     if not path.exists():
         return []
     return [Row(**row) for row in json.loads(path.read_text(encoding="utf-8"))["rows"]]

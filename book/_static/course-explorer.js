@@ -188,7 +188,7 @@ root.setAttribute("data-renderer",VERSION);
 snap(null);redraw(width>0?width:(svg.getBoundingClientRect().width||720));   /* hidden (a closed dropdown): full size */
 }
 
-var LABELS={"BK": "BK, tile depth along k (elements)", "GB/s": "bandwidth (GB/s)", "GFLOP/s": "throughput (GFLOP/s)", "GPU \u00b5s per kernel": "GPU time per kernel (\u00b5s)", "IQR_%": "spread of the repeats (IQR, %)", "R": "extra registers per thread", "TFLOP/s": "throughput (TFLOP/s)", "block": "threads per block", "bytes_per_load": "bytes per load instruction (B)", "capture + instantiate ms": "capture + instantiate (ms)", "chain": "kernels in the chain", "chunks": "chunks per transfer", "cols": "row length (floats)", "conflict_degree": "bank-conflict degree (ways)", "cycles_per_load": "latency per load (cycles)", "distinct": "distinct words per warp load", "elements": "elements (floats)", "items": "items per thread", "k": "FMAs per element", "loads_in_flight": "loads in flight per thread", "ns_per_load": "latency per load (ns)", "ns_per_warp_load": "time per warp-wide load (ns)", "offset_floats": "start offset (floats)", "per_thread": "elements per thread", "reps": "re-reads", "rows": "rows", "s": "stride or offset (floats)", "size_mib": "working set (MiB)", "speedup": "speedup over serial (\u00d7)", "streams": "streams", "stride": "stride between lanes (words)", "threads": "threads per block", "time_ms": "time (ms)", "time_us": "time (\u00b5s)", "warps_per_sm": "resident warps per SM", "work": "work per branch (steps)", "working_set_kib": "working set (KiB)", "working_set_mib": "working set (MiB)", "\u00b5s per kernel": "wall time per kernel (\u00b5s)"}, COLORS_BY_SERIES={"graph": "#1f77b4", "stream": "#ff7f0e", "stream, raw CuPy": "#2ca02c"};
+var LABELS={"% of cuBLAS": "share of cuBLAS, same run (%)", "BK": "BK, tile depth along k (elements)", "GB/s": "bandwidth (GB/s)", "GFLOP/s": "throughput (GFLOP/s)", "GPU \u00b5s per kernel": "GPU time per kernel (\u00b5s)", "IQR_%": "spread of the repeats (IQR, %)", "R": "extra registers per thread", "TFLOP/s": "throughput (TFLOP/s)", "b2b us": "time, back to back (\u00b5s)", "block": "threads per block", "block_cols": "tile width BN (columns of C)", "bytes_per_load": "bytes per load instruction (B)", "capture + instantiate ms": "capture + instantiate (ms)", "chain": "kernels in the chain", "chunks": "chunks per transfer", "cluster": "blocks per cluster", "cols": "row length (floats)", "conflict_degree": "bank-conflict degree (ways)", "cycles_per_load": "latency per load (cycles)", "distinct": "distinct words per warp load", "elements": "elements (floats)", "items": "items per thread", "k": "FMAs per element", "loads_in_flight": "loads in flight per thread", "ns_per_load": "latency per load (ns)", "ns_per_warp_load": "time per warp-wide load (ns)", "offset_floats": "start offset (floats)", "per_thread": "elements per thread", "reps": "re-reads", "rows": "rows", "s": "stride or offset (floats)", "size_mib": "working set (MiB)", "smem KB": "shared memory per block (KB)", "speedup": "speedup over serial (\u00d7)", "stages": "pipeline stages", "streams": "streams", "stride": "stride between lanes (words)", "threads": "threads per block", "time us": "time, L2 flushed (\u00b5s)", "time_ms": "time (ms)", "time_us": "time (\u00b5s)", "warps_per_sm": "resident warps per SM", "work": "work per branch (steps)", "working_set_kib": "working set (KiB)", "working_set_mib": "working set (MiB)", "\u00b5s per kernel": "wall time per kernel (\u00b5s)"}, COLORS_BY_SERIES={"graph": "#1f77b4", "stream": "#ff7f0e", "stream, raw CuPy": "#2ca02c"};
 function all(){var roots=document.querySelectorAll("div.course-explorer"),widths=[],j,s;
 /* every width first, in one layout of the page, then every drawing */
 for(j=0;j<roots.length;j++){s=getComputedStyle(roots[j]);widths.push(roots[j].clientWidth-parseFloat(s.paddingLeft)-parseFloat(s.paddingRight));}
@@ -201,9 +201,12 @@ var R; try{R=JSON.parse(el.textContent);}catch(e){return;}
 function name(run){return run.gpu+(run.date?" ("+run.date+")":"");}
 roots.forEach(function(root,j){
  var data=root.querySelector("script.course-explorer-data"); if(!data) return;
- var choices=[{label:name(R.main),text:data.textContent}];
+ /* the caption names the GPU it was recorded on: each run's caption names that run's GPU */
+ var cap=root.querySelector(".course-explorer-caption"), said=cap?cap.textContent:"";
+ function captionFor(run){return R.main.gpu?said.split(R.main.gpu).join(run.gpu):said;}
+ var choices=[{label:name(R.main),text:data.textContent,caption:said}];
  (R.runs||[]).forEach(function(run){var p=run.explorers&&run.explorers[j];
-  if(p) choices.push({label:name(run),text:JSON.stringify(p)});});
+  if(p) choices.push({label:name(run),text:JSON.stringify(p),caption:captionFor(run)});});
  if(choices.length<2) return;
  var bar=document.createElement("div"); bar.className="course-explorer-gpus";
  bar.setAttribute("style","font-family:sans-serif;font-size:12px;margin:8px 0 2px;display:flex;flex-wrap:wrap;gap:4px;align-items:center");
@@ -211,7 +214,8 @@ roots.forEach(function(root,j){
  var buttons=choices.map(function(c,k){var b=document.createElement("button"); b.type="button";
   b.textContent=c.label; b.setAttribute("aria-pressed",k===0?"true":"false");
   b.setAttribute("style","font-size:12px;padding:1px 8px;border:1px solid #888;border-radius:4px;cursor:pointer");
-  b.addEventListener("click",function(){data.textContent=c.text; root.removeAttribute("data-renderer");
+  b.addEventListener("click",function(){data.textContent=c.text; if(cap)cap.textContent=c.caption;
+   root.removeAttribute("data-renderer");
    render(root,{labels:LABELS,colors:COLORS_BY_SERIES},widths[j]);
    buttons.forEach(function(o,m){o.setAttribute("aria-pressed",m===k?"true":"false");
     o.style.background=m===k?"#dde7f5":"";});});

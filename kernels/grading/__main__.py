@@ -48,7 +48,8 @@ def _add_grading_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-perf", action="store_true", help="skip the performance measurement")
     p.add_argument("--perf-target", type=float, default=None,
                    help="replace the exercise's speed target (a fraction of its baseline, e.g. 0.6)")
-    p.add_argument("--arch", default="sm_75", help="NVRTC targets the kernel must compile for (default sm_75)")
+    p.add_argument("--arch", default="sm_75", help="NVRTC targets the kernel must compile for (default sm_75; "
+                                                   "an exercise for one kind of GPU, e.g. sm_90a, uses its own)")
     p.add_argument("--hidden-visibility", default="after_due_date",
                    choices=("hidden", "after_due_date", "after_published", "visible"))
     p.add_argument("--unmeasured-perf", default="exclude", choices=("exclude", "zero"),

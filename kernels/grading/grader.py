@@ -120,7 +120,7 @@ def precheck(sub: Submission, ex: Exercise, archs: tuple[str, ...]) -> tuple[str
     if nvrtc_available():
         from kernels.compile import DEFAULT_OPTIONS
 
-        for arch in archs:
+        for arch in (ex.arch,) if ex.arch else archs:  # an exercise for one kind of GPU: its own target
             result = compile_cuda(sub.kernel, arch, options=DEFAULT_OPTIONS, filename="kernel.cu")
             if not result.ok:
                 return V.COMPILE_ERROR, f"does not compile for {arch}:\n{result.log.strip()}"

@@ -246,7 +246,8 @@ def execute(ex: Exercise, case: Case, buffers: dict[str, HostBuffer], loaded: di
         outcome.error = exc
         outcome.error_text = _error_text(exc)
         outcome.fatal = runtime.is_fatal(exc)
-        outcome.error_verdict = V.CRASH if outcome.fatal else classify_error(exc)
+        verdict = classify_error(exc)  # a kernel still running when given up on stays a timeout
+        outcome.error_verdict = V.CRASH if outcome.fatal and verdict != V.TIMEOUT else verdict
     return outcome
 
 
@@ -426,10 +427,11 @@ def nvrtc_errors(code: str, arch: str = "sm_75") -> str | None:
     return None if result.ok else result.log.strip()
 
 
-def load_kernel_spec(code: str, spec: Any, runtime: Any) -> Callable[..., Any]:
-    """Compile one of the exercise's kernels from ``code``; StageError when the compiler refuses it."""
+def load_kernel_spec(code: str, spec: Any, runtime: Any, options: tuple[str, ...] = ()) -> Callable[..., Any]:
+    """Compile one of the exercise's kernels from ``code`` (with the compiler ``options`` an exercise's
+    ``arch`` asks for); StageError when the compiler refuses it."""
     try:
-        return runtime.load(code, spec.name)
+        return runtime.load(code, spec.name, options=options) if options else runtime.load(code, spec.name)
     except Exception as exc:
         name = type(exc).__name__
         if name == "LibraryBuilt":  # the grader's build-only step: not an error
@@ -449,7 +451,66 @@ def load_kernels(code: str, ex: Exercise, runtime: Any) -> dict[str, Callable[..
     problems = signature_problems(code, ex)
     if problems:
         raise StageError(V.WRONG_SIGNATURE, "\n".join(problems))
-    return {spec.name: load_kernel_spec(code, spec, runtime) for spec in ex.kernels}
+    options = (f"-arch={ex.arch}",) if ex.arch else ()
+    return {spec.name: load_kernel_spec(code, spec, runtime, options) for spec in ex.kernels}
+
+
+# --------------------------------------------------------------------------------------------------
+# Exercises that only some GPUs can run (Exercise.arch)
+# --------------------------------------------------------------------------------------------------
+
+#: The GPUs of a compute capability, for the sentence that says where an exercise runs.
+GPUS_OF_CAPABILITY = {"9.0": "an H100 or H200"}
+
+
+def required_capability(arch: str) -> str:
+    """The compute capability an NVRTC target runs on: "sm_90a" -> "9.0"."""
+    digits = arch.removeprefix("sm_").rstrip("a")
+    return f"{digits[:-1]}.{digits[-1]}"
+
+
+def _capability_number(capability: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in capability.split("."))
+
+
+def arch_problem(ex: Exercise, runtime: Any) -> str | None:
+    """Why ``runtime`` cannot run the kernels of ``ex``, or None when it can. An exercise with an ``arch``
+    runs only on a GPU of that compute capability (that one exactly for an "a" target, whose features
+    later GPUs lack), never on the CPU backend."""
+    if not ex.arch:
+        return None
+    needed = required_capability(ex.arch)
+    gpus = GPUS_OF_CAPABILITY.get(needed)
+    exact = ex.arch.endswith("a")
+    needs = (f"{ex.id} runs only on a GPU of compute capability {needed}{'' if exact else ' or later'}"
+             f"{f' ({gpus})' if gpus else ''}, its kernel compiled for {ex.arch}")
+    if not runtime.is_gpu:
+        return f"{needs}; here it would run on the {runtime.device_name()}, which cannot run it"
+    have = str(runtime.compute_capability())
+    if have == needed or (not exact and _capability_number(have) >= _capability_number(needed)):
+        return None
+    return f"{needs}; this GPU ({runtime.device_name()}) has compute capability {have}"
+
+
+def unrunnable(ex: Exercise, code: str, runtime: Any) -> tuple[str, str]:
+    """(verdict, message) for a kernel that ``runtime`` cannot run (``arch_problem``) after the checks that
+    need no such GPU: its signature and NVRTC for the exercise's ``arch``; ("", "") when it can run."""
+    problem = arch_problem(ex, runtime)
+    if problem is None:
+        return "", ""
+    problems = signature_problems(code, ex)
+    if problems:
+        return V.WRONG_SIGNATURE, "\n".join(problems)
+    from kernels.nvrtc import nvrtc_available
+
+    if not nvrtc_available():
+        return V.ENVIRONMENT, (f"{problem}. Checked here: the screen and the signature (NVRTC is not installed, so "
+                               f"the kernel was not compiled).")
+    log = nvrtc_errors(code, ex.arch)
+    if log:
+        return V.COMPILE_ERROR, f"kernel.cu does not compile for {ex.arch}:\n{log}"[:6000]
+    return V.ENVIRONMENT, (f"{problem}. Checked here: the screen, the signature, and that the kernel compiles for "
+                           f"{ex.arch} with NVRTC; the cases run only on such a GPU.")
 
 
 def launch_macros(code: str, ex: Exercise) -> dict[str, int]:

@@ -23,7 +23,7 @@ import numpy as np
 
 from . import verdicts as V
 from . import wire
-from .harness import HostBuffer, StageError, execute, launch_macros, load_kernel_spec
+from .harness import HostBuffer, StageError, arch_problem, execute, launch_macros, load_kernel_spec
 from .spec import Case, Exercise
 
 MAX_REQUEST_BYTES = 1 << 34  # the judge is trusted; this only guards against a broken pipe
@@ -99,6 +99,11 @@ class Judged:
             self.runtime = CourseRuntime()
         except Exception as exc:
             self.stage_error(V.ENVIRONMENT, f"no backend to run kernels on: {type(exc).__name__}: {exc}")
+            return False
+        problem = arch_problem(self.ex, self.runtime)
+        if problem:
+            self.stage_error(V.ENVIRONMENT, f"{problem}. The grader compiled it for {self.ex.arch}; the cases run "
+                                            f"only on such a GPU.")
             return False
         try:
             self.macros = launch_macros(self.code, self.ex)

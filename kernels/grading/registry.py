@@ -9,7 +9,7 @@ from .spec import Exercise
 
 #: Chapter modules in course order; each defines EXERCISES, a list of Exercise.
 CHAPTERS = ("gpu_architecture", "measuring_kernels", "simt_and_warps", "memory_hierarchy", "dram_bursts",
-            "coalescing", "reduce", "scan", "asynchrony", "gemm", "softmax")
+            "coalescing", "reduce", "scan", "asynchrony", "gemm", "hopper", "softmax")
 
 
 class UnknownExerciseError(KeyError):

@@ -17,7 +17,8 @@ import numpy as np
 _CUDA_FATAL = re.compile(r"IllegalAddress|MisalignedAddress|LaunchFailure|IllegalInstruction|HardwareStackError|"
                          r"InvalidAddressSpace|InvalidPc|cudaErrorAssert|LaunchTimeout|illegal memory access|"
                          r"misaligned address|unspecified launch failure|illegal instruction|device-side assert|"
-                         r"CUDA_ERROR_(ILLEGAL|MISALIGNED|LAUNCH_FAILED|HARDWARE|ASSERT)", re.I)
+                         r"CUDA_ERROR_(ILLEGAL|MISALIGNED|LAUNCH_FAILED|HARDWARE|ASSERT)|"
+                         r"KernelTimeout", re.I)  # a kernel given up on keeps running: the GPU stays busy
 
 
 # What a failed launch means, by the exception's class (the CPU backend raises one class per fault).
@@ -57,6 +58,8 @@ class Runtime(Protocol):
 
     def device_name(self) -> str: ...
 
+    def compute_capability(self) -> str: ...
+
 
 class CourseRuntime:
     """The course's own backend, chosen by ``kernels.backend_name()``."""
@@ -69,8 +72,8 @@ class CourseRuntime:
         self.xp = kernels.array_module()
         self._kernels = kernels
 
-    def load(self, code: str, name: str) -> Callable[..., Any]:
-        return self._kernels.load_kernel(code, name)
+    def load(self, code: str, name: str, options: tuple[str, ...] = ()) -> Callable[..., Any]:
+        return self._kernels.load_kernel(code, name, options=options)
 
     def synchronize(self) -> None:
         if self.is_gpu:
@@ -93,6 +96,10 @@ class CourseRuntime:
             return "CPU backend"
         return str(self._kernels.device_info().name)
 
+    def compute_capability(self) -> str:
+        """The GPU's "major.minor" ("9.0" on an H100); "" on the CPU backend."""
+        return str(self._kernels.device_info().compute_capability) if self.is_gpu else ""
+
 
 class PythonRuntime:
     """A runtime whose kernels are Python functions on NumPy arrays (for testing the harness).
@@ -108,7 +115,7 @@ class PythonRuntime:
         self.xp = np
         self._kernels = kernels
 
-    def load(self, code: str, name: str) -> Callable[..., Any]:
+    def load(self, code: str, name: str, options: tuple[str, ...] = ()) -> Callable[..., Any]:
         if name not in self._kernels:
             from kernels.signature import KernelNotFoundError
 
@@ -134,3 +141,6 @@ class PythonRuntime:
 
     def device_name(self) -> str:
         return "Python test runtime"
+
+    def compute_capability(self) -> str:
+        return ""

@@ -10,7 +10,7 @@ import numpy as np
 from . import predict
 from . import verdicts as V
 from .cases import rng_for, seed_for
-from .harness import CaseResult, StageError, launch_macros, load_executor, load_kernels, run_cases
+from .harness import CaseResult, StageError, launch_macros, load_executor, load_kernels, run_cases, unrunnable
 from .perf import measure as measure_perf, not_measured
 from .report import Report
 from .screen import screen
@@ -79,6 +79,10 @@ def evaluate(ex: Exercise, *, kernel: str | None = None, prediction: dict[str, A
         report.stage_message = f"no backend to run kernels on: {type(exc).__name__}: {exc}"
         return report
     report.backend, report.device = runtime.name, runtime.device_name()
+    verdict, message = unrunnable(ex, kernel, runtime)
+    if verdict:  # a GPU of another kind, or the CPU backend: say what it needs and what was checked
+        report.stage_verdict, report.stage_message = verdict, message
+        return report
     try:
         cases = make_cases(ex, visibilities, secret)
         executor = load_executor(ex, kernel, runtime)

@@ -6,6 +6,7 @@ Colab and the ones the grader runs come from the same code. Nothing here touches
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -189,6 +190,10 @@ class Exercise:
     deterministic: bool = True
     allowed_includes: tuple[str, ...] = ()
     points: Points = Points()
+    #: The NVRTC target the kernels need ("sm_90a"), when only some GPUs can run them: they are compiled for
+    #: it, graded only on a GPU of its compute capability, and refused elsewhere (the CPU backend included)
+    #: with a sentence saying so. Empty: the T4 and every later GPU, and the CPU backend.
+    arch: str = ""
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
@@ -200,6 +205,8 @@ class Exercise:
                 raise ValueError(f"{self.id}: a predict exercise needs questions")
         elif not (self.kernels and self.make_cases and self.launch and self.reference):
             raise ValueError(f"{self.id}: a kernel exercise needs kernels, make_cases, launch and reference")
+        if self.arch and not re.fullmatch(r"sm_\d+a?", self.arch):
+            raise ValueError(f"{self.id}: arch is an NVRTC target like 'sm_90a', not {self.arch!r}")
 
     @property
     def chapter(self) -> str:

@@ -56,6 +56,23 @@ __device__ __forceinline__ void wgmma_wait_group()
     asm volatile("wgmma.wait_group.sync.aligned %0;" :: "n"(N) : "memory");
 }
 
+// Warp specialisation's register split (setmaxnreg): every thread of the warpgroup executes the
+// same instruction; .dec gives registers back to the SM's pool, .inc waits until the pool can grant
+// the new count. The counts are multiples of 8 in 24..256.
+template <int REGISTERS>
+__device__ __forceinline__ void warpgroup_release_registers()
+{
+    static_assert(REGISTERS % 8 == 0 && REGISTERS >= 24 && REGISTERS <= 256, "setmaxnreg: 24..256, multiple of 8");
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" :: "n"(REGISTERS));
+}
+
+template <int REGISTERS>
+__device__ __forceinline__ void warpgroup_claim_registers()
+{
+    static_assert(REGISTERS % 8 == 0 && REGISTERS >= 24 && REGISTERS <= 256, "setmaxnreg: 24..256, multiple of 8");
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" :: "n"(REGISTERS));
+}
+
 // Ties the accumulator registers to this point of the program: the compiler may not move their
 // reads and writes across it (used around wgmma_wait_group, which it cannot see touching them).
 template <int R>
