@@ -7,12 +7,14 @@ import sys
 from pathlib import Path
 
 import nbformat
+import pytest
 
 from kernels.explorer import Explorer
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "book" / "_ext"))
 
+pytest.importorskip("sphinx.application", reason="the site extension needs Sphinx (the book's requirements)")
 import course_site  # noqa: E402
 
 
