@@ -22,6 +22,7 @@ from matplotlib.figure import Figure
 from matplotlib.patches import FancyArrowPatch, Rectangle
 
 from .hopper import accumulator_position, swizzled_offset_128b
+from .hopper_bench import size_title
 
 CHUNK_COLOURS = plt.get_cmap("tab10").colors[:8]
 WARP_COLOURS = ("#4C72B0", "#DD8452", "#55A868", "#C44E52")
@@ -56,18 +57,19 @@ def _chunk_panel(ax: Any, grid: np.ndarray, title: str) -> None:
 
 
 def swizzle_figure(rows: int = 8) -> Figure:
-    """Two panels: a tile of 128-byte rows stored as it is, and as TMA's 128-byte swizzle stores it.
+    """Two panels, one above the other: a tile of 128-byte rows stored as it is, and as TMA's 128-byte
+    swizzle stores it.
     The number in a cell is the logical 16-byte chunk of the row (8 fp16 values); a column of cells is
     one group of 4 banks. Unswizzled, chunk c of every row sits in the same banks, so a read of one
     chunk column (what the tensor cores do for a k-slice) hits one bank group 8 times; swizzled, the
     eight rows' chunk c sit in eight different bank groups."""
-    fig, axes = plt.subplots(1, 2, figsize=(9, 4.6))
+    fig, axes = plt.subplots(2, 1, figsize=(6, 10.5))  # stacked: readable at phone width too
     plt.close(fig)
     plain = np.tile(np.arange(8), (rows, 1))
     _chunk_panel(axes[0], plain, "no swizzle: chunk c in slot c")
     _chunk_panel(axes[1], swizzle_grid(rows), "128-byte swizzle: slot = c XOR (row % 8)")
-    fig.suptitle("Where the 16-byte chunks of a 128-byte-wide tile land in shared memory", fontsize=11)
-    fig.tight_layout(rect=(0, 0, 1, 0.94))
+    fig.suptitle("Where the 16-byte chunks of a 128-byte-wide\ntile land in shared memory", fontsize=12)
+    fig.tight_layout(rect=(0, 0, 1, 0.95))
     return fig
 
 
@@ -83,11 +85,11 @@ def accumulator_grid(n: int = 16) -> tuple[np.ndarray, np.ndarray]:
 
 
 def accumulator_figure(n: int = 16) -> Figure:
-    """Left: the 64 x n accumulator coloured by warp (each warp of the warpgroup owns 16 rows).
-    Right: rows 0-7 and columns 0-7 with the thread (T) and register (d) that hold each element:
+    """Top: the 64 x n accumulator coloured by warp (each warp of the warpgroup owns 16 rows).
+    Bottom: rows 0-7 and columns 0-7 with the thread (T) and register (d) that hold each element:
     a thread holds pairs of adjacent columns, 8 rows apart, repeated every 8 columns."""
     thread, register = accumulator_grid(n)
-    fig, (left, right) = plt.subplots(1, 2, figsize=(9, 4.8), gridspec_kw={"width_ratios": [1, 1.6]})
+    fig, (left, right) = plt.subplots(2, 1, figsize=(6.4, 11), gridspec_kw={"height_ratios": [1, 1.1]})
     plt.close(fig)
     warps = thread // 32
     for row in range(64):
@@ -107,13 +109,13 @@ def accumulator_figure(n: int = 16) -> Figure:
             t, r = thread[row, col], register[row, col]
             right.add_patch(Rectangle((col, row), 1, 1, facecolor=plt.get_cmap("Pastel1")(t % 4),
                                       edgecolor="grey", lw=0.5))
-            right.text(col + 0.5, row + 0.5, f"T{t}\nd{r}", ha="center", va="center", fontsize=8)
+            right.text(col + 0.5, row + 0.5, f"T{t}\nd{r}", ha="center", va="center", fontsize=10)
     right.set_xlim(0, 8)
     right.set_ylim(8, 0)
     right.set_xticks(np.arange(8) + 0.5, [str(c) for c in range(8)], fontsize=8)
     right.set_yticks(np.arange(8) + 0.5, [str(r) for r in range(8)], fontsize=8)
     right.set_title("rows 0-7, columns 0-7: thread T, register d", fontsize=10)
-    fig.suptitle(f"wgmma m64n{n}k16: the fp32 accumulator in the registers of 128 threads", fontsize=11)
+    fig.suptitle(f"wgmma m64n{n}k16: the fp32 accumulator\nin the registers of 128 threads", fontsize=12)
     fig.tight_layout()
     return fig
 
@@ -173,34 +175,31 @@ def ring_figure(stages: int = 4, consumers: int = 2) -> Figure:
 
 def ladder_figure(rows: Sequence[tuple[str, dict[str, float]]], sizes: Sequence[str], baseline: str,
                   title: str) -> Figure:
-    """Horizontal bars: each rung's TFLOP/s at each size (``rows``: label, {size: TFLOP/s}); the
-    ``baseline`` row (cuBLAS) is drawn as a dashed line per size."""
+    """One panel, readable at phone width: each rung's share of the ``baseline`` row (cuBLAS, the same
+    run) at every size, one bar per size (``rows``: label, {size: TFLOP/s}); 100 % is the library."""
     base = dict(rows).get(baseline, {})
     rungs = [(label, values) for label, values in rows if label != baseline]
-    fig, axes = plt.subplots(1, len(sizes), figsize=(9, 0.42 * len(rungs) + 1.6), sharey=True)
+    fig, ax = plt.subplots(figsize=(6.4, 0.62 * len(rungs) + 1.6))
     plt.close(fig)
-    axes = np.atleast_1d(axes)
-    top = max([v for _, values in rows for v in values.values()] + [1.0]) * 1.1
-    for ax, size in zip(axes, sizes):
-        ax.set_xlim(0, top)
-        values = [values.get(size, np.nan) for _, values in rungs]
-        y = np.arange(len(rungs))
-        ax.barh(y, values, color=["#9DB4CE" if i == 0 else "#4C72B0" for i in range(len(rungs))])
-        if size in base:
-            ax.axvline(base[size], color="#C44E52", ls="--", lw=1.2, label=baseline)
-        for yi, v in zip(y, values):
-            ax.text(0, yi, "" if np.isnan(v) else f" {v:.0f}", va="center", fontsize=8, color="white")
-            if np.isnan(v):
-                ax.text(0, yi, " not recorded", va="center", fontsize=8, color="grey")
-        ax.set_title(size, fontsize=10)
-        ax.set_xlabel("TFLOP/s", fontsize=9)
-        ax.tick_params(labelsize=8)
-    axes[0].set_yticks(np.arange(len(rungs)), [label for label, _ in rungs], fontsize=8)
-    axes[0].invert_yaxis()
-    with_base = [ax for ax, size in zip(axes, sizes) if size in base]
-    if with_base:
-        with_base[0].legend(fontsize=8, loc="lower right")
-    fig.suptitle(title, fontsize=11)
+    height = 0.8 / max(1, len(sizes))
+    colours = ("#9DB4CE", "#4C72B0", "#1B3A6B")
+    y = np.arange(len(rungs))
+    for k, size in enumerate(sizes):
+        shares = [100 * values[size] / base[size] if size in values and base.get(size) else np.nan
+                  for _, values in rungs]
+        offset = (k - (len(sizes) - 1) / 2) * height
+        ax.barh(y + offset, shares, height=height, color=colours[k % len(colours)], label=size_title(size))
+        for yi, share in zip(y + offset, shares):
+            if not np.isnan(share):
+                ax.text(share + 1, yi, f"{share:.0f}", va="center", fontsize=8)
+    ax.axvline(100, color="#C44E52", ls="--", lw=1.2, label=baseline)
+    ax.set_yticks(y, [label for label, _ in rungs], fontsize=10)
+    ax.invert_yaxis()
+    ax.set_xlim(0, 112)
+    ax.set_xlabel("share of cuBLAS fp16 in the same run (%)", fontsize=10)
+    ax.tick_params(axis="x", labelsize=9)
+    ax.legend(fontsize=9, loc="upper center", bbox_to_anchor=(0.4, -0.1), ncol=2, frameon=False)
+    ax.set_title(title, fontsize=11)
     fig.tight_layout()
     return fig
 

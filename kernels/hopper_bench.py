@@ -315,18 +315,25 @@ def ladder_cells(records: Sequence[Record], kernel: str, size: str) -> tuple[str
     return flushed, b2b
 
 
+def size_title(label: str) -> str:
+    """'4096x4096x4096' -> '4096³' (M = N = K); other sizes as they are."""
+    sides = set(label.split("x"))
+    return f"{sides.pop()}³" if len(sides) == 1 else label
+
+
 def ladder_table(records: Sequence[Record], sizes: Sequence[tuple[int, int, int]] = LADDER_SIZES) -> str:
-    """TFLOP/s and share of cuBLAS fp16 (same run) per rung and size, L2 flushed, then back to back."""
+    """Two blocks narrow enough for a page: TFLOP/s and share of cuBLAS fp16 (same run) per rung and
+    size with L2 flushed, then the share of cuBLAS back to back."""
     labels = [size_label(*s) for s in sizes]
-    head = f"{'TFLOP/s (% of cuBLAS)':<31}" + "".join(f"{label:>17}{'b2b':>6}" for label in labels)
-    lines = [head]
-    for label, kernel in LADDER:
-        if not any(r["kernel"] == kernel for r in _ok(records)):
-            continue
-        cells = [ladder_cells(records, kernel, size) for size in labels]
-        lines.append(f"{label:<31}" + "".join(f"{a:>17}{b:>6}" for a, b in cells))
+    heads = [size_title(label) for label in labels]
+    rungs = [(label, [ladder_cells(records, kernel, size) for size in labels]) for label, kernel in LADDER
+             if any(r["kernel"] == kernel for r in _ok(records))]
+    lines = [f"{'L2 flushed: TFLOP/s (% of cuBLAS)':<34}" + "".join(f"{h:>14}" for h in heads)]
+    lines += [f"{label:<34}" + "".join(f"{flushed:>14}" for flushed, _ in cells) for label, cells in rungs]
+    lines += ["", f"{'back to back: % of cuBLAS':<34}" + "".join(f"{h:>8}" for h in heads)]
+    lines += [f"{label:<34}" + "".join(f"{b2b or '-':>8}" for _, b2b in cells) for label, cells in rungs]
     cited = {(r["kernel"], r["source"], r.get("gpu", "")) for r in records if r.get("source")}
-    lines += [f"{kernel}: cited from {source}" + (f", measured on an {gpu}" if gpu else "") + " (L2 flushed only)"
+    lines += [f"{kernel}:\n  cited from {source}" + (f", measured on an {gpu}" if gpu else "") + " (L2 flushed only)"
               for kernel, source, gpu in sorted(cited)]
     return "\n".join(lines)
 
