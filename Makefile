@@ -58,7 +58,7 @@ compiler:
 test: $(STAMP) system-packages book
 	-$(PY) benchmarks/bench_cpu_backend.py
 	$(PY) tools/student_env.py --prepare
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q --durations=15
 
 # Exit code 5 means no test was collected (a -m or -k filter that matches none), which is not a failure.
 gpu-test:

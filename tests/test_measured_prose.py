@@ -1,17 +1,24 @@
-"""Measured speeds quoted in a chapter's prose must be ones its recorded GPU run printed.
+"""Measured speeds quoted in a chapter's prose must be ones its recorded GPU runs printed.
 
 Prose may quote the run (``reaches 2692 GB/s``), but a number that no output contains is either a
-typo or left over from an older run, and the book promises that every number in it is true.
+typo or left over from an older run, and the book promises that every number in it is true. A
+chapter may also quote its run on a second GPU (book/runs/<gpu>/<chapter>.ipynb); such a number
+must sit in a paragraph that names that GPU, so that a reader never takes it for the main run's.
 """
 from __future__ import annotations
 
 import re
+import sys
 from pathlib import Path
 
 import nbformat
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tools"))
+
+import notebooks as nbtools  # noqa: E402  (tools/ is not a package)
+
 CHAPTERS = sorted(p for p in (ROOT / "book").glob("*.md") if p.with_suffix(".ipynb").exists())
 
 # Speeds with these units are measurements; datasheet figures are written in TB/s or named below.
@@ -54,12 +61,56 @@ def matches(quoted: str, recorded: list[float]) -> bool:
     return any(abs(round(r, decimals) - value) < 10 ** -decimals / 2 + 1e-9 for r in recorded)
 
 
+def paragraphs(md: Path) -> list[str]:
+    """The prose of ``md`` (as ``prose`` keeps it) split at blank lines."""
+    return [p for p in re.split(r"\n\s*\n", prose(md)) if p.strip()]
+
+
+def other_runs(md: Path, runs: Path = ROOT / "book" / "runs") -> dict[str, list[float]]:
+    """{GPU model as prose names it ("H200"): output numbers} of the chapter's runs on other GPUs."""
+    found = {}
+    for run in sorted(runs.glob(f"*/{md.stem}.ipynb")):
+        gpu = nbtools.get_provenance(nbformat.read(run, as_version=4)) or {}
+        found[nbtools.gpu_slug(gpu.get("gpu", run.parent.name), model_only=True).upper()] = output_numbers(run)
+    return found
+
+
+def stray_speeds(md: Path, runs: Path = ROOT / "book" / "runs") -> list[str]:
+    """Speeds quoted in ``md``'s prose that neither its recorded run nor a run on another GPU named in
+    the same paragraph printed."""
+    recorded, others = output_numbers(md.with_suffix(".ipynb")), other_runs(md, runs)
+    stray = []
+    for paragraph in paragraphs(md):
+        named = [numbers for gpu, numbers in others.items() if re.search(rf"\b{gpu}\b", paragraph, re.I)]
+        for m in MEASURED.finditer(paragraph):
+            q, unit = m.group(1), m.group(2)
+            if (q, unit) in QUOTED or matches(q, recorded) or any(matches(q, numbers) for numbers in named):
+                continue
+            stray.append(f"{q} {unit}")
+    return stray
+
+
 @pytest.mark.parametrize("md", CHAPTERS, ids=lambda p: p.stem)
 def test_quoted_speeds_come_from_the_recorded_run(md):
-    recorded = output_numbers(md.with_suffix(".ipynb"))
-    quoted = [(m.group(1), m.group(2)) for m in MEASURED.finditer(prose(md))]
-    stray = [f"{q} {unit}" for q, unit in quoted if (q, unit) not in QUOTED and not matches(q, recorded)]
-    assert not stray, f"{md.name} quotes speeds that its recorded outputs do not contain: {stray}"
+    stray = stray_speeds(md)
+    assert not stray, (f"{md.name} quotes speeds that its recorded outputs do not contain (a second GPU's run "
+                       f"counts only in a paragraph that names that GPU): {stray}")
+
+
+def test_a_second_runs_number_counts_only_where_its_gpu_is_named(tmp_path):
+    def notebook(path: Path, text: str, gpu: str | None = None) -> None:
+        nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("print(1)")])
+        nb.cells[0].outputs = [nbformat.v4.new_output("stream", text=text)]
+        if gpu:
+            nb.metadata["course"] = {"provenance": {"gpu": gpu}}
+        path.parent.mkdir(parents=True, exist_ok=True)
+        nbformat.write(nb, path)
+
+    md = tmp_path / "book" / "ch.md"
+    notebook(md.with_suffix(".ipynb"), "copy: 2981.4 GB/s\n", "NVIDIA H100 80GB HBM3")
+    notebook(tmp_path / "book" / "runs" / "h200" / "ch.ipynb", "copy: 4231.0 GB/s\n", "NVIDIA H200")
+    md.write_text("The copy reached 2981 GB/s.\n\nOn the H200 it reached 4231 GB/s.\n\nIt reached 4231 GB/s.\n")
+    assert stray_speeds(md, tmp_path / "book" / "runs") == ["4231 GB/s"]  # the third paragraph names no GPU
 
 
 def test_the_check_catches_a_number_that_was_not_measured(tmp_path):
