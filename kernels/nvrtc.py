@@ -14,6 +14,7 @@ import os
 import re
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
@@ -242,15 +243,30 @@ def _compile_cached(code: str, arch: str, options: tuple[str, ...],
 
 
 def reports_in_fresh_process(jobs: Sequence[tuple[str, str, Sequence[str], Sequence[str], str]],
-                             timeout_s: float = 900) -> list[dict[str, ResourceReport]]:
+                             timeout_s: float = 900, workers: int | None = None) -> list[dict[str, ResourceReport]]:
     """The ptxas reports (``CompileResult.resources``) of ``jobs``, each ``(code, arch, options,
-    name_expressions, filename)``, as a new Python process compiles them.
+    name_expressions, filename)``, as new Python processes compile them (``workers`` at once, by
+    default one per CPU; each process fresh, the jobs dealt out in turn).
 
     NVRTC's output is not always a function of the source and the options alone: fresh processes agree
     with each other, but in a process whose heap is fragmented (late in a full test run, or after many
     allocations of mixed sizes) a kernel can get a register more or fewer, and one at its register cap
     then spills a few bytes. Numbers that a test compares exactly are compiled here.
     """
+    jobs = list(jobs)
+    count = max(1, min(len(jobs), workers or os.cpu_count() or 1))
+    shares = [list(range(i, len(jobs), count)) for i in range(count)]
+    with ThreadPoolExecutor(max_workers=count) as pool:
+        parts = list(pool.map(lambda share: _reports_in_one_process([jobs[i] for i in share], timeout_s), shares))
+    reports: list[dict[str, ResourceReport]] = [{} for _ in jobs]
+    for share, part in zip(shares, parts):
+        for i, report in zip(share, part):
+            reports[i] = report
+    return reports
+
+
+def _reports_in_one_process(jobs: Sequence[tuple[str, str, Sequence[str], Sequence[str], str]],
+                            timeout_s: float) -> list[dict[str, ResourceReport]]:
     payload = json.dumps([[code, arch, list(options), list(exprs), filename]
                           for code, arch, options, exprs, filename in jobs])
     script = ("import dataclasses, json, sys; from kernels.nvrtc import compile_cuda\n"

@@ -203,6 +203,7 @@ def test_a_fresh_process_reports_what_this_one_compiles():
             (TEMPLATE, "sm_75", ("-DUNUSED=1",), ["block_sum<float, 256>"], "t.cu")]
     fresh = reports_in_fresh_process(jobs)
     assert fresh == [compile_cuda(*job).resources for job in jobs]
+    assert reports_in_fresh_process(jobs * 2, workers=3) == fresh * 2  # dealt to three processes, in order
     assert fresh[0]["spilly"].stack_frame_bytes > 0 and fresh[1]["block_sum<float, 256>"].shared_bytes == 1024
     with pytest.raises(CudaCompileError, match=r"(?s)fresh process failed.*broken.cu\(3\): error"):
         reports_in_fresh_process([(BROKEN, "sm_90", (), (), "broken.cu")])
