@@ -137,68 +137,80 @@ def ring_figure(stages: int = 4, consumers: int = 2) -> Figure:
     """The warp-specialised pipeline of wgmma_pipelined.cu: the producer (one thread) waits on
     empty[s], announces the stage's bytes on full[s] and issues two TMA loads into stage s; each
     consumer warpgroup waits on full[s], issues its wgmma on stage s and arrives on empty[s] once
-    those products are done. Step k uses stage k % STAGES, with barrier parity (k / STAGES) % 2."""
-    fig, ax = plt.subplots(figsize=(9, 5))
+    those products are done. Step k uses stage k % STAGES, with barrier parity (k / STAGES) % 2.
+    Narrow, with the stages two to a row and the steps as numbered lines below, so that the words
+    stay readable at phone width."""
+    fig, ax = plt.subplots(figsize=(5.0, 6.6))
     plt.close(fig)
     green, red = "#1F6F3F", "#8B1A1A"
-    _box(ax, 2.0, 4.4, 5.0, 0.8, "producer warpgroup: one thread issues every TMA load\n(its other threads leave)",
-         "#F3E0C7")
-    width = 8.0 / stages
+    _box(ax, 1.0, 8.7, 8.0, 1.0, "producer warpgroup: one thread\nissues every TMA load", "#F3E0C7", fontsize=11)
+    per_row = 2
+    rows = -(-stages // per_row)
+    top = 8.3
+    height = (top - 3.0) / rows
     for s in range(stages):
-        x = 0.5 + s * width
-        _box(ax, x + 0.1, 2.3, width - 0.2, 1.0, f"stage {s}\nA 128 x 64\nB^T BN x 64", "#DDE8F5", fontsize=8)
-        ax.text(x + width / 2, 3.4, f"full[{s}]", ha="center", fontsize=8, color=green)
-        ax.text(x + width / 2, 2.2, f"empty[{s}]", ha="center", va="top", fontsize=8, color=red)
+        row, col = divmod(s, per_row)
+        x, y = 1.6 + col * 3.5, top - (row + 1) * height + 0.15
+        _box(ax, x, y, 3.3, height - 0.3, f"stage {s}\nA and B^T tiles\nfull[{s}] · empty[{s}]", "#DDE8F5",
+             fontsize=10)
+    width = 8.0 / consumers
     for c in range(consumers):
-        x = 0.5 + c * 8.0 / consumers
-        _box(ax, x + 0.1, 0.1, 8.0 / consumers - 0.2, 0.9, f"consumer warpgroup {c}\nwgmma on 64 rows of the tile",
-             "#D9EAD3", fontsize=8)
-    _arrow(ax, (3.0, 4.4), (3.0, 3.6), colour=green)
-    ax.text(2.9, 4.0, "1. expect_tx(bytes) on full[s],\n    two TMA loads into stage s", fontsize=8, color=green, ha="right",
-            va="center")
-    _arrow(ax, (3.0, 2.0), (3.0, 1.05), colour=green)
-    ax.text(2.9, 1.55, "2. wait full[s] (parity of the round),\n    then wgmma on stage s", fontsize=8, color=green,
-            ha="right", va="center")
-    _arrow(ax, (6.0, 1.05), (6.0, 2.0), colour=red)
-    ax.text(6.1, 1.55, "3. arrive on empty[s]\n    when those wgmma are done", fontsize=8, color=red, ha="left",
-            va="center")
-    _arrow(ax, (6.0, 3.6), (6.0, 4.4), colour=red)
-    ax.text(6.1, 4.0, "4. the producer waits on empty[s]\n    before it refills stage s", fontsize=8, color=red,
-            ha="left", va="center")
-    ax.set_xlim(0, 9)
-    ax.set_ylim(0, 5.4)
-    ax.axis("off")
+        _box(ax, 1.0 + c * width + 0.1, 1.4, width - 0.2, 1.3, f"consumer\nwarpgroup {c}\n(64 rows of the tile)",
+             "#D9EAD3", fontsize=10)
+    for (start, end), number, colour, side in ((((1.3, 8.7), (1.3, 2.75)), "1", green, "right"),
+                                               (((8.7, 2.75), (8.7, 8.7)), "3", red, "left")):
+        _arrow(ax, start, end, colour=colour)
+        x = start[0] + (-0.2 if side == "right" else 0.2)
+        ax.text(x, 5.7, number, color=colour, fontsize=12, fontweight="bold", ha=side, va="center")
+    ax.text(1.1, 3.0, "2", color=green, fontsize=12, fontweight="bold", ha="right", va="center")
+    ax.text(8.9, 8.4, "4", color=red, fontsize=12, fontweight="bold", ha="left", va="center")
+    steps = [("1 producer: expect_tx on full[s], TMA loads into s", green),
+             ("2 consumers: wait on full[s], then wgmma on s", green),
+             ("3 consumers: arrive on empty[s] when done", red),
+             ("4 producer: wait on empty[s] before refilling s", red),
+             (f"a barrier's phase flips every round: step k\nwaits with parity (k / {stages}) % 2", "black")]
+    for n, (text, colour) in enumerate(steps):
+        ax.text(0.0, 0.95 - 0.42 * n, text, color=colour, fontsize=10, ha="left", va="top")
     ax.set_title(f"A ring of {stages} stages: step k uses stage k % {stages}", fontsize=11)
+    ax.set_xlim(0, 10)
+    ax.set_ylim(-1.6, 9.8)
+    ax.axis("off")
     fig.tight_layout()
     return fig
 
 
 def ladder_figure(rows: Sequence[tuple[str, dict[str, float]]], sizes: Sequence[str], baseline: str,
                   title: str) -> Figure:
-    """One panel, readable at phone width: each rung's share of the ``baseline`` row (cuBLAS, the same
-    run) at every size, one bar per size (``rows``: label, {size: TFLOP/s}); 100 % is the library."""
+    """One narrow panel, readable at phone width: each rung's share of the ``baseline`` row (cuBLAS,
+    the same run) at every size, one bar per size (``rows``: label, {size: TFLOP/s}); 100 % is the
+    library. Each rung's name sits above its bars, so the bars get the figure's whole width."""
     base = dict(rows).get(baseline, {})
     rungs = [(label, values) for label, values in rows if label != baseline]
-    fig, ax = plt.subplots(figsize=(6.4, 0.62 * len(rungs) + 1.6))
+    per_rung = len(sizes) + 1.3                       # bar slots per rung, with room for its name
+    fig, ax = plt.subplots(figsize=(4.8, 0.3 * per_rung * len(rungs) + 1.5))
     plt.close(fig)
-    height = 0.8 / max(1, len(sizes))
     colours = ("#9DB4CE", "#4C72B0", "#1B3A6B")
-    y = np.arange(len(rungs))
+    tops = np.arange(len(rungs)) * per_rung
+    for top, (label, _) in zip(tops, rungs):
+        ax.text(0, top + 0.35, label, fontsize=10, fontweight="bold", va="center", ha="left")
     for k, size in enumerate(sizes):
         shares = [100 * values[size] / base[size] if size in values and base.get(size) else np.nan
                   for _, values in rungs]
-        offset = (k - (len(sizes) - 1) / 2) * height
-        ax.barh(y + offset, shares, height=height, color=colours[k % len(colours)], label=size_title(size))
-        for yi, share in zip(y + offset, shares):
+        ax.barh(tops + 1.1 + k, shares, height=0.85, color=colours[k % len(colours)], label=size_title(size))
+        for y, share in zip(tops + 1.1 + k, shares):
             if not np.isnan(share):
-                ax.text(share + 1, yi, f"{share:.0f}", va="center", fontsize=8)
+                ax.text(share + 1.5, y, f"{share:.0f} %", va="center", fontsize=10)
     ax.axvline(100, color="#C44E52", ls="--", lw=1.2, label=baseline)
-    ax.set_yticks(y, [label for label, _ in rungs], fontsize=10)
-    ax.invert_yaxis()
-    ax.set_xlim(0, 112)
-    ax.set_xlabel("share of cuBLAS fp16 in the same run (%)", fontsize=10)
-    ax.tick_params(axis="x", labelsize=9)
-    ax.legend(fontsize=9, loc="upper center", bbox_to_anchor=(0.4, -0.1), ncol=2, frameon=False)
+    ax.set_yticks([])
+    ax.set_ylim(per_rung * len(rungs) - 0.2, -0.4)
+    ax.set_xlim(0, 118)
+    ax.set_xticks([0, 25, 50, 75, 100])
+    ax.set_xlabel("share of cuBLAS fp16, same run (%)", fontsize=10)
+    ax.tick_params(axis="x", labelsize=10)
+    for side in ("top", "right", "left"):
+        ax.spines[side].set_visible(False)
+    below = 0.75 / (fig.get_figheight() - 1.0)            # the legend ~0.75 inch under the axis, any height
+    ax.legend(fontsize=10, loc="upper center", bbox_to_anchor=(0.45, -below), ncol=2, frameon=False)
     ax.set_title(title, fontsize=11)
     fig.tight_layout()
     return fig

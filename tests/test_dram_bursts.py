@@ -19,6 +19,7 @@ from matplotlib.figure import Figure  # noqa: E402
 from kernels import diagrams_dram_bursts as dd  # noqa: E402
 from kernels.nvrtc import compile_cuda, nvrtc_available  # noqa: E402
 from kernels.sources import name_expressions_in, source  # noqa: E402
+from tooling.fresh_reports import fresh_reports  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 CHAPTER = ROOT / "book" / "dram_bursts.md"
@@ -53,10 +54,16 @@ def test_every_measured_instantiation_is_declared():
     assert set(BATCHED) <= set(name_expressions_in(source("dram_bursts/copy_batched.cu")))
 
 
+@pytest.fixture(scope="module")
+def spill_reports():
+    """Compared exactly, so compiled in fresh processes (tooling.fresh_reports says why)."""
+    return fresh_reports(["dram_bursts/copy_batched.cu", "dram_bursts/copy_vec4.cu"], ARCHS)
+
+
 @needs_nvrtc
 @pytest.mark.parametrize("arch", ARCHS)
-def test_copy_batched_compiles_without_local_memory(arch):
-    resources = compiled("copy_batched.cu", arch).resources
+def test_copy_batched_compiles_without_local_memory(arch, spill_reports):
+    resources = spill_reports[("dram_bursts/copy_batched.cu", arch)]
     assert set(BATCHED) <= set(resources)
     for name in BATCHED:
         r = resources[name]
@@ -65,8 +72,8 @@ def test_copy_batched_compiles_without_local_memory(arch):
 
 @needs_nvrtc
 @pytest.mark.parametrize("arch", ARCHS)
-def test_copy_vec4_compiles(arch):
-    r = compiled("copy_vec4.cu", arch).resources["copy_vec4"]
+def test_copy_vec4_compiles(arch, spill_reports):
+    r = spill_reports[("dram_bursts/copy_vec4.cu", arch)]["copy_vec4"]
     assert r.stack_frame_bytes == 0 and not r.spills
 
 

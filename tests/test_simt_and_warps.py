@@ -19,6 +19,7 @@ import pytest
 from kernels import diagrams_simt_and_warps as simt
 from kernels.nvrtc import compile_cuda, nvrtc_available
 from kernels.sources import name_expressions_in, source
+from tooling.fresh_reports import fresh_reports
 
 ROOT = Path(__file__).resolve().parents[1]
 CHAPTER = ROOT / "book" / "simt_and_warps.md"
@@ -54,14 +55,20 @@ def test_every_kernel_file_is_listed():
     assert sorted(p.name for p in KERNEL_DIR.glob("*.cu")) == sorted(KERNELS)
 
 
+@pytest.fixture(scope="module")
+def spill_reports():
+    """Compared exactly, so compiled in fresh processes (tooling.fresh_reports says why)."""
+    return fresh_reports([f"simt_and_warps/{f}" for f in sorted(KERNELS)], ARCHS)
+
+
 @needs_nvrtc
 @pytest.mark.parametrize("arch", ARCHS)
 @pytest.mark.parametrize("filename", sorted(KERNELS))
-def test_compiles(filename, arch):
-    result = compiled(filename, arch)
-    assert result.cubin
-    assert sorted(result.resources) == sorted(KERNELS[filename])
-    for report in result.resources.values():
+def test_compiles(filename, arch, spill_reports):
+    assert compiled(filename, arch).cubin
+    resources = spill_reports[(f"simt_and_warps/{filename}", arch)]
+    assert sorted(resources) == sorted(KERNELS[filename])
+    for report in resources.values():
         assert report.stack_frame_bytes == 0 and not report.spills, report
 
 
