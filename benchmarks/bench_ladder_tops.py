@@ -166,7 +166,7 @@ def transpose_rows(cp: Any, args: argparse.Namespace) -> list[Row]:
             if not bool(cp.array_equal(out, a.T)):
                 raise AssertionError(f"transpose: {name} wrong at {rows} x {cols}")
             row = Row("transpose", f"{rows} x {cols}", name, "copy of the same bytes", "%", 90.0, candidate,
-                      f"strip {strip_rows}, {rows_per_pass} rows/pass")
+                      f"<32, {strip_rows}, {rows_per_pass}>")
             time_pair(row, run, lambda a=a, copy=copy: cp.copyto(copy, a), args.rounds, args.warmup, args.repeat)
             rows_out.append(row)
         del a, out, copy
@@ -241,22 +241,22 @@ def gemm_rows(cp: Any, args: argparse.Namespace) -> list[Row]:
 
 
 def _line(row: Row, label: str) -> str:
-    cells = [f"{row.shown(m):.3f} x" if row.unit == "x" else f"{row.shown(m):.1f} %" for m in METHODS]
+    cells = [f"{row.shown(m):.4f} x" if row.unit == "x" else f"{row.shown(m):.1f} %" for m in METHODS]
     goal = f">= {row.goal:g}{' x' if row.unit == 'x' else ' %'}"
-    return f"{row.chapter:<10} {label:<34} {goal:>7} {cells[0]:>10} {cells[1]:>12}  {'yes' if row.met() else 'NO'}"
+    return f"{row.chapter:<10} {label:<34} {goal:>8} {cells[0]:>10} {cells[1]:>12}  {'yes' if row.met() else 'NO'}"
 
 
 def table(rows: list[Row], gpu: str) -> str:
     """The chapters' rows (shape), then the alternatives (shape and kernel); at most 90 columns."""
-    header = f"{'chapter':<10} {'':<34} {'goal':>7} {'L2 flushed':>10} {'back to back':>12}  met"
+    header = f"{'chapter':<10} {'':<34} {'goal':>8} {'L2 flushed':>10} {'back to back':>12}  met"
     lines = [f"{gpu}: each chapter's top rung against its yardstick (median of interleaved rounds)", header]
     lines += [_line(r, r.shape) for r in rows if not r.candidate]
     alternatives = [r for r in rows if r.candidate]
     if alternatives:
         lines.append("alternatives the chapters do not launch (--candidates):")
         lines += [_line(r, f"{r.shape}, {r.variant}") for r in alternatives]
-    lines.append("the chapters' kernels: " + "; ".join(dict.fromkeys(f"{r.chapter} {r.kernel}" for r in rows
-                                                               if not r.candidate)))
+    lines.append("the chapters' kernels:")
+    lines += [f"  {name}" for name in dict.fromkeys(f"{r.chapter}: {r.kernel}" for r in rows if not r.candidate)]
     return "\n".join(lines)
 
 
@@ -273,7 +273,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--candidates", action="store_true",
                         help="also time alternatives the chapters do not launch (see SCAN_CANDIDATES ...)")
     parser.add_argument("--out", type=Path, default=None, help="write the records as JSON to this file")
+    parser.add_argument("--table", type=Path, default=None,
+                        help="print the table of a JSON file written by --out, and time nothing")
     args = parser.parse_args(argv)
+    if args.table:
+        recorded = json.loads(args.table.read_text())
+        print(table([Row(**r) for r in recorded["rows"]], recorded["gpu"]))
+        return 0
     try:
         kernels.require_gpu("benchmarks/bench_ladder_tops.py")
     except kernels.NoGPUError as exc:      # a clear sentence, not a traceback
