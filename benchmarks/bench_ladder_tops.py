@@ -5,7 +5,9 @@ reference) and then times it and its yardstick in interleaved rounds, with two m
 
 - "L2 flushed": ``kernels.benchmark``'s default, as the chapters time; the L2 cache is flushed before
   every launch, so no launch starts with its input already in the L2;
-- "back to back": ``flush_l2=False``; launches follow one another on a warm, busy GPU.
+- "back to back": ``flush_l2=False``; nothing runs between launches but ``kernels.benchmark``'s
+  lead-in (a 200 µs GPU sleep that hides Python's launch overhead), so each launch finds the L2 as
+  the previous one left it.
 
 | row | the chapter's kernel | yardstick (same run) | goal |
 |---|---|---|---|
