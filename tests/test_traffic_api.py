@@ -83,6 +83,21 @@ def test_pictures_are_figures(strided):
         report.plot_threads("z")
 
 
+def test_thread_map_of_a_short_array_is_readable():
+    """Panels of a 1-D array are stacked, not strung out in a thin strip: the page shows the figure at
+    its own width (about 5.6 inches here), with thread labels and element numbers large enough to read."""
+    add = kernels.load_kernel("gpu_architecture/vector_add.cu", "vector_add")
+    x, y, out = np.arange(12, dtype=np.float32), np.ones(12, np.float32), np.zeros(12, np.float32)
+    figure = kernels.analyze(add, 2, 8, (x, y, out, 12)).plot_threads(block=1)
+    width, height = figure.get_size_inches()
+    assert len(figure.axes) == 3 and width <= 8 and height >= 3
+    assert [ax.get_title() for ax in figure.axes] == ["x: read by", "y: read by", "out: written by"]
+    labels = [t for ax in figure.axes for t in ax.texts]
+    assert sorted(t.get_text() for t in labels) == sorted(["0", "1", "2", "3"] * 3)  # threads 0-3 of block 1
+    assert min(t.get_fontsize() for t in labels) >= 8
+    assert [t.get_text() for t in figure.axes[0].get_xticklabels()] == [str(e) for e in range(12)]
+
+
 def test_shared_memory_names_and_bank_picture():
     k = kernels.load_kernel("reduce/tree.cu", "reduce_interleaved_strided")
     x = np.ones(512, np.float32)

@@ -198,7 +198,6 @@ def thread_map(report: "TrafficReport", arrays: str | list[str] | None = None, *
     """For one block, which thread read and which wrote every element of the argument arrays: one panel
     per array and kind of access (reads, writes), cells coloured by warp and labelled by thread."""
     from matplotlib import colormaps
-    from matplotlib.figure import Figure
 
     rec = report.recording
     acc = rec.accesses
@@ -235,11 +234,9 @@ def thread_map(report: "TrafficReport", arrays: str | list[str] | None = None, *
                 panels.append((target.name, title, shape, element[sel], thread[sel]))
     if not panels:
         raise ValueError(f"block {rec.block_index(bid)} touches none of these arrays")
-    rows_max = max(p[2][0] / max(p[2][1], 1) for p in panels)
-    fig = Figure(figsize=(min(4.2 * len(panels), 16), 1.4 + min(4.2 * rows_max, 9)), layout="constrained")
+    fig, axes, fontsize = _thread_map_layout([p[2] for p in panels])
     cmap = colormaps["tab20"]
-    for k, (name, title, shape, element, thread) in enumerate(panels):
-        ax = fig.add_subplot(1, len(panels), k + 1)
+    for ax, (name, title, shape, element, thread) in zip(axes, panels):
         cells = shape[0] * shape[1]
         first = np.full(cells, -1, dtype=np.int64)
         many = np.zeros(cells, dtype=np.int64)
@@ -255,13 +252,48 @@ def thread_map(report: "TrafficReport", arrays: str | list[str] | None = None, *
             for e in np.flatnonzero(first >= 0):
                 r, c = divmod(int(e), shape[1])
                 label = _thread_label(rec, int(first[e])) + (f"\n+{int(many[e])}" if many[e] else "")
-                ax.text(c, r, label, ha="center", va="center", fontsize=5)
+                ax.text(c, r, label, ha="center", va="center", fontsize=fontsize)
         ax.set_title(f"{name}: {title}" + (" (+n: n more threads)" if many.any() else ""), fontsize=9)
-        ax.set_xticks([])
+        if shape[0] == 1:                                        # one row: number the elements
+            ax.set_xticks(range(shape[1]), [str(c) for c in range(shape[1])], fontsize=fontsize - 1)
+            ax.tick_params(axis="x", length=0, pad=2)
+        else:
+            ax.set_xticks([])
         ax.set_yticks([])
-    fig.suptitle(f"{rec.kernel}, block {rec.block_index(bid)}: the thread that touched each element "
+    fig.suptitle(f"{rec.kernel}, block {rec.block_index(bid)}:\nthe thread that touched each element "
                  f"(colour: its warp)", fontsize=10)
     return fig
+
+
+def _thread_map_layout(shapes: list[tuple[int, int]]) -> tuple[Any, list[Any], float]:
+    """A figure with one panel per (rows, cols) shape, cells large enough to read a thread number in.
+
+    Short arrays (a few rows, as a 1-D array wraps into rows of 32) are stacked one above the other, so
+    that the figure is not a thin strip as wide as the page; 2-D arrays sit side by side, three to a row.
+    Returns the figure, its panels in order and a font size that fits a cell."""
+    from matplotlib.figure import Figure
+
+    if all(rows <= 4 for rows, _ in shapes):
+        cols = max(c for _, c in shapes)
+        cell = min(0.42, 9.0 / cols)                                  # inches per cell
+        heights = [rows for rows, _ in shapes]
+        fig = Figure(figsize=(max(cell * cols + 0.6, 4.8), cell * sum(heights) + 0.5 * len(shapes) + 0.6),
+                     layout="constrained")
+        axes = fig.subplots(len(shapes), 1, squeeze=False, gridspec_kw={"height_ratios": heights})[:, 0]
+    else:
+        per_row = min(3, len(shapes))
+        rows_of_panels = -(-len(shapes) // per_row)
+        cols = max(c for _, c in shapes)
+        cell = min(0.42, 4.2 / cols)
+        tallest = max(rows / max(c, 1) for rows, c in shapes)
+        fig = Figure(figsize=(min(4.2 * per_row, 14), rows_of_panels * (1.0 + min(4.2 * tallest, 9)) + 0.5),
+                     layout="constrained")
+        grid = fig.subplots(rows_of_panels, per_row, squeeze=False)
+        axes = list(grid.ravel())
+        for unused in axes[len(shapes):]:
+            unused.set_visible(False)
+        axes = axes[:len(shapes)]
+    return fig, list(axes), max(5.0, min(9.0, cell * 72 * 0.35))
 
 
 def _linear_block(rec: Any, index: tuple[int, ...]) -> int:
