@@ -9,7 +9,7 @@ On the CPU backend the ceilings are the processor's and the points CPU timings: 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Iterable
+from typing import TYPE_CHECKING, Any, Iterable
 
 import numpy as np
 
@@ -71,6 +71,49 @@ def _check_point(p: RooflinePoint) -> None:
                          "roofline (a pure copy has no FLOPs: compare it with copy_gbps instead)")
 
 
+def point_label(p: RooflinePoint, c: Ceilings) -> str:
+    """"label: N % of roof", or "label: above its roof" when the point beats the roof at the intensity
+    it was given: its bytes were counted (requested, say), and caches kept some of them from DRAM, so
+    its real intensity is higher than the one it is plotted at."""
+    pct = 100 * p.fraction_of_roof(c)
+    return f"{p.label}: above its roof" if pct > 100.5 else f"{p.label}: {pct:.0f} % of roof"
+
+
+def _label_points(ax: "Axes", points: list[RooflinePoint], c: Ceilings, fontsize: float = 8) -> bool:
+    """Label every point without overlaps: a label that would cover a text already there (placed from
+    the fastest point down) moves to the nearest clear height, alternately below and above its point,
+    joined to it by a thin line. Returns whether any point is above its roof."""
+    from matplotlib.text import Text
+
+    renderer = ax.figure.canvas.get_renderer()
+    frame = ax.get_window_extent(renderer)
+
+    def words(label: Any) -> Any:
+        """The extent of a label's words in pixels (an annotation's own extent includes its line)."""
+        if hasattr(label, "update_positions"):
+            label.update_positions(renderer)
+        return Text.get_window_extent(label, renderer)
+
+    placed = [words(t) for t in ax.texts]                              # e.g. the ridge's label
+    above = False
+    for p in sorted(points, key=lambda q: -q.achieved_tflops):
+        text = point_label(p, c)
+        above |= text.endswith("above its roof")
+        label = ax.annotate(text, (p.intensity, p.achieved_tflops), xytext=(6, 3), textcoords="offset points",
+                            fontsize=fontsize, va="center", arrowprops={"arrowstyle": "-", "lw": 0.5, "color": "gray"})
+        step = words(label).height * 72 / ax.figure.dpi + 1            # one line, in points
+        for k in range(60):
+            offset = 3.0 + step * ((k + 1) // 2) * (-1 if k % 2 else 1)   # 0, -1, +1, -2, +2, ... lines
+            label.set_position((6, offset))
+            box = words(label)
+            inside = frame.y0 <= box.y0 and box.y1 <= frame.y1
+            if inside and not any(box.overlaps(other) for other in placed):
+                break
+        label.arrow_patch.set_visible(offset != 3.0)                   # beside its point: no line needed
+        placed.append(words(label))
+    return above
+
+
 def roofline_plot(c: Ceilings, points: Iterable[RooflinePoint] = (), ax: "Axes | None" = None,
                   title: str | None = None) -> "Figure":
     """Log-log roofline from measured ceilings, with each point labelled by % of its attainable roof."""
@@ -94,18 +137,18 @@ def roofline_plot(c: Ceilings, points: Iterable[RooflinePoint] = (), ax: "Axes |
             label=f"FP32 FMA {c.fma_tflops:.1f} TFLOP/s", gid="compute")
     ax.axvline(ridge, color="gray", ls=":", lw=1)
     ax.plot([ridge], [c.fma_tflops], "D", color="gray", ms=5, gid="ridge")
-    ax.annotate(f"ridge {ridge:.1f} FLOP/B", (ridge, c.fma_tflops), xytext=(4, -14),
-                textcoords="offset points", fontsize=8, color="gray")
+    ax.annotate(f"ridge {ridge:.1f} FLOP/B", (ridge, c.fma_tflops), xytext=(-6, 6), ha="right",
+                textcoords="offset points", fontsize=8, color="gray")   # above the slope, clear of the points
     for p in points:
-        pct = 100 * p.fraction_of_roof(c)
         ax.plot([p.intensity], [p.achieved_tflops], "o", color="black", gid=f"point:{p.label}")
-        ax.annotate(f"{p.label}\n{pct:.0f} % of roof", (p.intensity, p.achieved_tflops),
-                    xytext=(6, 4), textcoords="offset points", fontsize=8)
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlim(x_lo, x_hi)
     y_lo = min([attainable_tflops(x_lo, c)] + [p.achieved_tflops for p in points]) / 2
     ax.set_ylim(y_lo, c.fma_tflops * 2)
+    above = _label_points(ax, points, c)
+    if above:   # the roof at a counted intensity: reaching above it means fewer bytes reached DRAM
+        ax.plot([], [], " ", label="above its roof: caches served some\nof the bytes counted for it")
     ax.set_xlabel("arithmetic intensity (FLOP / byte of DRAM traffic)")
     ax.set_ylabel("TFLOP/s")
     ax.set_title(title if title is not None else f"Roofline: {c.device} (measured ceilings)")

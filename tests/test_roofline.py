@@ -55,11 +55,35 @@ def test_plot_draws_roofs_ridge_and_labelled_points() -> None:
     gemm = lines["point:gemm"]
     assert gemm.get_xdata()[0] == pytest.approx(200.0) and gemm.get_ydata()[0] == pytest.approx(20.0)
     texts = [t.get_text() for t in ax.texts]
-    assert "gemm\n40 % of roof" in texts  # 20 of 50 TFLOP/s
+    assert "gemm: 40 % of roof" in texts  # 20 of 50 TFLOP/s
     saxpy_pct = 100 * points[0].fraction_of_roof(C)
-    assert f"saxpy\n{saxpy_pct:.0f} % of roof" in texts
+    assert f"saxpy: {saxpy_pct:.0f} % of roof" in texts
     x_lo, x_hi = ax.get_xlim()
     assert x_lo < points[0].intensity and x_hi > points[1].intensity
+    plt.close(fig)
+
+
+def test_clustered_labels_do_not_overlap_and_a_point_above_its_roof_says_so() -> None:
+    """Points at almost the same place (the GEMM ladder's rungs 4 to 7b) get labels that do not cover
+    each other; a point faster than the roof at its counted intensity is not labelled "758 % of roof"."""
+    cluster = [RooflinePoint(f"rung {k}", 2e12, 1e10 * (1 + 0.02 * k), 0.1 * (1 + 0.03 * k)) for k in range(6)]
+    naive = RooflinePoint("naive", 2e12, 2e12, 0.2)    # intensity 1: roof 2 TFLOP/s, achieved 10
+    fig = roofline_plot(C, cluster + [naive])
+    ax = fig.axes[0]
+    fig.canvas.draw()
+    from matplotlib.text import Text  # an annotation's own extent includes its leader line
+
+    renderer = fig.canvas.get_renderer()
+    boxes = [Text.get_window_extent(t, renderer) for t in ax.texts if t.get_text().startswith("rung")]
+    frame = ax.get_window_extent(renderer)
+    assert all(frame.y0 <= b.y0 and b.y1 <= frame.y1 for b in boxes)          # inside the plot
+    assert len(boxes) == 6
+    for i, a in enumerate(boxes):
+        for b in boxes[i + 1:]:
+            assert not a.overlaps(b), (a, b)
+    texts = [t.get_text() for t in ax.texts]
+    assert "naive: above its roof" in texts and not any("500 % of roof" in t for t in texts)
+    assert any("caches served" in label for label in ax.get_legend_handles_labels()[1])
     plt.close(fig)
 
 
