@@ -65,8 +65,8 @@ class MemorySizes:
 MEMORY_SIZES: dict[str, MemorySizes] = {
     "H100 SXM": MemorySizes("H100 SXM", 132, "256 KB (64 K x 32-bit)",
                             "256 KB (up to 228 KB shared)", "50 MB", "80 GB HBM3", "3.35 TB/s"),
-    "H200": MemorySizes("H200", 132, "256 KB (64 K x 32-bit)",
-                        "256 KB (up to 228 KB shared)", "50 MB", "141 GB HBM3e", "4.8 TB/s"),
+    "H200": MemorySizes("H200", 132, "256 KB (64 K x 32-bit)",      # L2: as its CUDA runtime reports it
+                        "256 KB (up to 228 KB shared)", "60 MB", "141 GB HBM3e", "4.8 TB/s"),
     "T4": MemorySizes("T4", 40, "256 KB (64 K x 32-bit)",
                       "96 KB (up to 64 KB shared)", "4 MB", "16 GB GDDR6", "320 GB/s"),
 }
@@ -410,17 +410,18 @@ def sm_diagram() -> Figure:
 # Memory hierarchy
 # --------------------------------------------------------------------------------------------------
 
-def memory_hierarchy(gpus: tuple[str, ...] = ("H100 SXM", "H200", "T4")) -> Figure:
-    """The data memory hierarchy as a pyramid, with each level's scope and its size on ``gpus``.
+def memory_hierarchy(gpus: tuple[str, ...] = ()) -> Figure:
+    """The data memory hierarchy as a pyramid, with each level's scope, and its size on ``gpus``.
 
     Registers and L1/shared memory are per SM; L2 and device memory (HBM or GDDR DRAM) are per GPU.
     The L0 (per sub-partition) and L1 instruction caches hold instructions, not data, and are noted
-    beside the pyramid.
+    beside the pyramid. Without ``gpus`` the figure is narrow enough to read on a phone; the chapter
+    gives the sizes in a table beside it.
     """
     unknown = [g for g in gpus if g not in MEMORY_SIZES]
     if unknown:
         raise ValueError(f"unknown GPU(s) {unknown}; known: {sorted(MEMORY_SIZES)}")
-    width = 7.0 + 2.3 * len(gpus)
+    width = 7.6 + 2.3 * len(gpus)
     height = 6.6
     fig, ax = _new_figure(width, height)
     levels = (
@@ -442,8 +443,8 @@ def memory_hierarchy(gpus: tuple[str, ...] = ("H100 SXM", "H200", "T4")) -> Figu
                         (apex_x + half(y1), y1), (apex_x - half(y1), y1)],
                        closed=True, fc=colour, ec="white", lw=2)
         ax.add_patch(poly)
-        ax.text(apex_x, (y0 + y1) / 2, name, ha="center", va="center", fontsize=8.5, weight="bold")
-        ax.text(5.2, (y0 + y1) / 2, scope, ha="left", va="center", fontsize=7.5)
+        ax.text(apex_x, (y0 + y1) / 2, name, ha="center", va="center", fontsize=10, weight="bold")
+        ax.text(5.2, (y0 + y1) / 2, scope, ha="left", va="center", fontsize=10)
         for j, g in enumerate(gpus):
             spec = MEMORY_SIZES[g]
             text = getattr(spec, attr)
@@ -453,17 +454,17 @@ def memory_hierarchy(gpus: tuple[str, ...] = ("H100 SXM", "H200", "T4")) -> Figu
                 text = text.replace(" (", "\n(") + "\nper SM"
             elif attr == "dram":
                 text = f"{text}\n{spec.dram_bandwidth}"
-            ax.text(7.15 + 2.3 * j, (y0 + y1) / 2, text, ha="left", va="center", fontsize=7.5)
+            ax.text(7.75 + 2.3 * j, (y0 + y1) / 2, text, ha="left", va="center", fontsize=9)
         ax.plot([5.15, width - 0.1], [y0, y0], color="#DDDDDD", lw=0.8)
     for j, g in enumerate(gpus):
-        ax.text(7.15 + 2.3 * j, top + 0.25, f"{g}\n({MEMORY_SIZES[g].sms} SMs)", ha="left",
-                va="bottom", fontsize=9, weight="bold")
-    ax.text(5.2, top + 0.25, "scope", ha="left", va="bottom", fontsize=9, weight="bold")
+        ax.text(7.75 + 2.3 * j, top + 0.25, f"{g}\n({MEMORY_SIZES[g].sms} SMs)", ha="left",
+                va="bottom", fontsize=10, weight="bold")
+    ax.text(5.2, top + 0.25, "scope", ha="left", va="bottom", fontsize=10, weight="bold")
     _arrow(ax, (0.25, bottom), (0.25, top), lw=1.3)
     ax.text(0.12, (top + bottom) / 2, "smaller, faster, closer to the lanes", rotation=90,
-            ha="center", va="center", fontsize=8)
-    ax.text(0.3, 0.2,
-            "Instruction caches (L0 per sub-partition, L1 per SM) hold instructions, not data, "
+            ha="center", va="center", fontsize=9.5)
+    ax.text(0.3, 0.05,
+            "Instruction caches (L0 per sub-partition, L1 per SM) hold\ninstructions, not data, "
             "so they are not part of this pyramid.",
-            ha="left", va="center", fontsize=7.5, style="italic")
+            ha="left", va="center", fontsize=9.5, style="italic")
     return fig
