@@ -159,7 +159,7 @@ def _bars(ax: Any, rows: Sequence[tuple[float, Sequence[Mapping[str, Any]]]], la
                     edgecolor="white", linewidth=0.4)
             if label_chunks and width > 0:
                 ax.text(float(r["start"]) + width / 2, y, str(r["chunk"]), ha="center", va="center",
-                        fontsize=6, color="white", clip_on=True)
+                        fontsize=8, color="white", clip_on=True)
 
 
 def timeline_plot(intervals: Sequence[Mapping[str, Any]], title: str = "", engines: bool = True) -> Figure:
@@ -179,7 +179,7 @@ def timeline_plot(intervals: Sequence[Mapping[str, Any]], title: str = "", engin
     ax = axes[0][0]
     _bars(ax, [(i, [r for r in intervals if int(r["stream"]) == s]) for i, s in enumerate(streams)], label)
     ax.set_yticks(range(len(streams)))
-    ax.set_yticklabels([f"stream {s}" for s in streams], fontsize=8)
+    ax.set_yticklabels([f"stream {s}" for s in streams], fontsize=9)
     ax.invert_yaxis()
     ax.set_title(title or "pipeline timeline", fontsize=10)
     if engines:
@@ -187,16 +187,18 @@ def timeline_plot(intervals: Sequence[Mapping[str, Any]], title: str = "", engin
         view = engine_view(intervals)
         _bars(ae, [(i, [r for r in view if r["stage"] == st]) for i, st in enumerate(stages)], label)
         ae.set_yticks(range(len(stages)))
-        ae.set_yticklabels([f"{st} (busy)" for st in stages], fontsize=8)
+        ae.set_yticklabels([f"{st} (busy)" for st in stages], fontsize=9)
         ae.invert_yaxis()
     bottom = axes[-1][0]
     bottom.set_xlabel("time since the start event (ms)")
     handles = [Patch(color=COLORS.get(st, "0.5"), label=st) for st in stages]
-    ax.legend(handles=handles, fontsize=7, ncol=len(stages), loc="lower right",
-              bbox_to_anchor=(1.0, 1.0), frameon=False)
+    # the legend gets its own row under the time axis, so that it never covers the title
+    legend_inches = 0.45
+    fig.set_figheight(fig.get_figheight() + legend_inches)
+    fig.legend(handles=handles, fontsize=9, ncol=len(stages), loc="lower center", frameon=False)
     for a in axes[:, 0]:
         a.grid(axis="x", alpha=0.3)
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, legend_inches / fig.get_figheight(), 1, 1))
     plt.close(fig)  # shown once, as the cell's value
     return fig
 
