@@ -2,7 +2,7 @@
 
 One run (a few minutes on an H100):
 
-1. checks every rung (kernels.gemm.check_gemm: fresh inputs, float64 reference, NaN-poisoned C) on
+1. checks every rung (kernels.chapters.gemm.check_gemm: fresh inputs, float64 reference, NaN-poisoned C) on
    awkward shapes (1 x 1 x 1, 33 x 65 x 17, 127 x 129 x 131, 1000 x 1001 x 999), with beta = 0 and
    with general alpha and beta, and refuses to time a rung that fails;
 2. times every rung with kernels.benchmark (CUDA events, warm-up, L2 flushed, median) at 1024^3,
@@ -15,7 +15,7 @@ One run (a few minutes on an H100):
    8.0+ cp.async), warp-tiled and tensor-core kernels at 4096^3 in two stages (tile shapes first,
    then BK and pipeline depth around the best), marking invalid and spilling configurations
    (kernels.resource_report) and checking every configuration before timing it
-   (kernels.gemm.sweep_measure);
+   (kernels.chapters.gemm.sweep_measure);
 4. times the best configurations against cuBLAS in interleaved rounds, prints a compact table last
    and writes every record as JSON into --out.
 
@@ -47,7 +47,7 @@ from typing import Any
 import numpy as np
 
 import kernels
-from kernels import gemm as g
+from kernels.chapters import gemm as g
 from kernels.timing import gflops
 
 SIZES = [(1024, 1024, 1024), (2048, 2048, 2048), (4096, 4096, 4096), (4096, 2048, 1000)]

@@ -11,20 +11,20 @@ One run on an H100 or H200 (a few minutes):
 2. the wgmma GEMMs (hopper/wgmma_gemm.cu: one warpgroup, no overlap; hopper/wgmma_pipelined.cu:
    producer warp, two consumer warpgroups, 128 x 128 or 128 x 256 tiles, 3-4 stages, with and
    without a wgmma group left in flight) are checked against the float64 product of the fp16-rounded inputs (fresh uniform
-   [-1, 1] inputs, NaN-filled C, kernels.gemm.fp16_tolerance(K)) first on small probes that isolate
+   [-1, 1] inputs, NaN-filled C, kernels.chapters.gemm.fp16_tolerance(K)) first on small probes that isolate
    one feature each (one k-slice of 16; one 64-wide K tile; several tiles and blocks; ragged M and N),
    then at 2048^3, 4096^3 and 8192^3; K = 1001 must be refused with a message. They are timed beside
    cupy.matmul (cuBLAS fp16) and torch.matmul on the same fp16 matrices, in TFLOP/s (2 M N K / time);
    hopper/wgmma_specialised.cu (setmaxnreg, clusters with TMA multicast) in the same way, every
-   configuration of kernels.hopper.SPECIALISED_CONFIGS at 4096^3 (the chapter's sweep), the
+   configuration of kernels.chapters.hopper.SPECIALISED_CONFIGS at 4096^3 (the chapter's sweep), the
    chapter's two at every size;
 3. the cluster histogram (hopper/cluster_histogram.cu, bins in the shared memory of a cluster) on
    2^26 values into 4096, 65536 and 262144 bins, for each cluster size and with one block per SM,
    checked exactly against cupy.bincount and timed beside it.
 
-The checks, timings and the table come from kernels/hopper_bench.py, which the chapter uses too.
-Write kernels/hopper_recorded.py (the chapter's recorded run) from the JSON with
-``python -m kernels.hopper_bench results.json "<GPU name>"``.
+The checks, timings and the table come from kernels/chapters/hopper/bench.py, which the chapter uses too.
+Write kernels/chapters/hopper/recorded.py (the chapter's recorded run) from the JSON with
+``python -m kernels.chapters.hopper.bench results.json "<GPU name>"``.
 
 Each kernel runs in a child process of its own with a time limit, so that a kernel that hangs (an
 mbarrier wait that never completes) or faults (which poisons the CUDA context) costs only its own
@@ -52,7 +52,7 @@ from typing import Any, Callable
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from kernels.hopper_bench import (GEMM_PROBES, GEMM_REFUSED, LADDER_SIZES, check_gemm, copy_gbps,  # noqa: E402
+from kernels.chapters.hopper.bench import (GEMM_PROBES, GEMM_REFUSED, LADDER_SIZES, check_gemm, copy_gbps,  # noqa: E402
                                   gemm_inputs, gemm_record, histogram_record, library_records, median_ms,
                                   size_label, table)
 
@@ -67,7 +67,7 @@ GEMM_JOBS = {"wgmma_single": None, "wgmma_pipelined<128, 4, 0>": (128, 4, 0),
              "wgmma_pipelined<128, 4, 1>": (128, 4, 1), "wgmma_pipelined<128, 3, 1>": (128, 3, 1),
              "wgmma_pipelined<256, 4, 1>": (256, 4, 1), "wgmma_pipelined<256, 3, 1>": (256, 3, 1)}
 #: The specialised kernel's configurations on the chapter's ladder (timed at every size); the sweep's
-#: others (kernels.hopper.SPECIALISED_CONFIGS) are timed at SWEEP_SIZE only.
+#: others (kernels.chapters.hopper.SPECIALISED_CONFIGS) are timed at SWEEP_SIZE only.
 SPECIALISED_LADDER = [(256, 4, 1, 0), (256, 4, 2, 0), (256, 4, 2, 1)]  # (BN, stages, cluster, multicast)
 HISTOGRAM_VALUES = 2**26
 HISTOGRAM_BINS = (4096, 65536, 262144)
@@ -123,7 +123,7 @@ def timed_or_none(run: Callable[[], None], label: str, record: dict[str, Any],
 def copy_job(tma_store: bool, box_rows: int, box_cols: int, route: str) -> bool:
     import cupy as cp
 
-    from kernels import hopper
+    from kernels.chapters import hopper
 
     name = f"tma_copy_{'tma' if tma_store else 'plain'}_store<{box_rows}, {box_cols}>"
     ok = True
@@ -196,7 +196,7 @@ def copy_baseline_job() -> bool:
 
 def gemm_kernel(key: str) -> Any:
     """The GemmKernel of a job key: wgmma_single, wgmma_pipelined<...> or wgmma_specialised<...>."""
-    from kernels import hopper
+    from kernels.chapters import hopper
 
     if key == "wgmma_single":
         return hopper.WGMMA_SINGLE
@@ -209,7 +209,7 @@ def gemm_kernel(key: str) -> Any:
 def gemm_job(key: str, route: str) -> bool:
     import cupy as cp
 
-    from kernels import hopper
+    from kernels.chapters import hopper
 
     kernel = gemm_kernel(key)
     sizes = GEMM_SIZES
@@ -280,7 +280,8 @@ def histogram_job(cluster: int, per_sm: bool) -> bool:
     cluster too small for the bins must be refused with LaunchConfigError."""
     import cupy as cp
 
-    from kernels import device_info, hopper
+    from kernels import device_info
+    from kernels.chapters import hopper
     from kernels.errors import LaunchConfigError
 
     blocks = device_info().sm_count if per_sm else None
@@ -355,22 +356,22 @@ def jobs() -> list[tuple[str, list[str]]]:
 
 def specialised_configs() -> list[tuple[int, int, int, int]]:
     """(BN, stages, cluster, multicast): the ladder's configurations first, then the sweep's others
-    (kernels.hopper.SPECIALISED_CONFIGS, whose clusters of 2 multicast)."""
-    from kernels import hopper
+    (kernels.chapters.hopper.SPECIALISED_CONFIGS, whose clusters of 2 multicast)."""
+    from kernels.chapters import hopper
 
     sweep = [(bn, stages, cluster, int(cluster > 1)) for bn, stages, cluster in hopper.SPECIALISED_CONFIGS]
     return SPECIALISED_LADDER + [c for c in sweep if c not in SPECIALISED_LADDER]
 
 
 def histogram_clusters() -> tuple[int, ...]:
-    from kernels import hopper
+    from kernels.chapters import hopper
 
     return tuple(getattr(hopper, "HISTOGRAM_CLUSTERS", (1, 2, 4, 8)))
 
 
 def run_child(args: list[str]) -> bool:
     """One job in this process (the child's side); True when every check passed."""
-    from kernels import hopper
+    from kernels.chapters import hopper
 
     problem = hopper.hopper_problem()
     if problem and args[0] not in ("copy-baseline", "gemm-baseline", "histogram-baseline"):
@@ -440,7 +441,7 @@ def environment() -> None:
             f"{props['sharedMemPerBlockOptin']} bytes per block")
     except Exception as exc:
         log(f"no GPU visible to CuPy: {type(exc).__name__}: {exc}")
-    from kernels import hopper
+    from kernels.chapters import hopper
 
     log(f"Hopper kernels: {hopper.hopper_problem() or 'can run here'}")
 

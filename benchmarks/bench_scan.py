@@ -16,7 +16,7 @@ import time
 import numpy as np
 
 import kernels
-from kernels import scan as sc
+from kernels.chapters import scan as sc
 
 N_BIG = 2**28
 CHECK_SIZES = (1, 1_000_003, N_BIG)

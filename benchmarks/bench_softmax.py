@@ -2,7 +2,7 @@
 
 For each shape (65536 x 4096, 4096 x 32768 and 2^20 x 128 float32, and 65536 x 4096 float16) the
 script times every kernel of kernels/cuda/softmax/ in several launch configurations (threads per
-block, elements per thread, rows per warp; kernels.softmax.bench_configs lists them), together
+block, elements per thread, rows per warp; kernels.chapters.softmax.bench_configs lists them), together
 with torch.softmax (when torch is installed) and the softmax composed of CuPy array operations.
 
 Each shape also times the dispatch rule's kernel on an input view that starts one element (4 or 2
@@ -17,11 +17,11 @@ every candidate once with kernels.benchmark (CUDA events, warm-up, L2 flushed, m
 from a different candidate each round, so that drift during the run affects all alike.
 
 torch runs on a zero-copy view of the same CuPy array (DLPack) and on CuPy's current stream (see
-kernels.softmax.on_cupy_stream): the CUDA events of kernels.benchmark are recorded on that stream,
+kernels.chapters.softmax.on_cupy_stream): the CUDA events of kernels.benchmark are recorded on that stream,
 so they bracket torch's kernels exactly as they bracket ours.
 
 Reported per candidate: the median over rounds of the per-round median time, GB/s = (bytes read
-+ bytes written) / time with the matrix read once and written once (kernels.softmax.min_bytes,
++ bytes written) / time with the matrix read once and written once (kernels.chapters.softmax.min_bytes,
 the same count for every candidate, so GB/s is a speed), the share of the copy ceiling
 (kernels.ceilings()), and the speed relative to torch.softmax in each round (torch's time in that
 round / the candidate's) and their median. A compact table of the best kernel per shape comes last;
@@ -46,7 +46,7 @@ from pathlib import Path
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # the repo root
 
 import kernels  # noqa: E402
-from kernels import softmax as sm  # noqa: E402
+from kernels.chapters import softmax as sm  # noqa: E402
 
 SHAPES = [("65536x4096", 65536, 4096, "float32"), ("4096x32768", 4096, 32768, "float32"),
           ("2^20x128", 2**20, 128, "float32"), ("65536x4096 fp16", 65536, 4096, "float16")]

@@ -13,7 +13,7 @@ in one run:
   (8 halo rows above it) and shifts each output row's S-float store window left by the row's
   misalignment, so that every warp store covers whole 32-byte sectors; ceil((rows + 7) / S) strips
   by ceil(cols / 32) column blocks, block (32, R), the grid laid out as
-  ``kernels.coalescing.strip_launch`` chooses (the smaller count along x); and
+  ``kernels.chapters.coalescing.strip_launch`` chooses (the smaller count along x); and
   ``<32, 256, 16>`` once more with the grid the other way round ("other order"), to show what the
   choice is worth at each shape;
 - ``transpose_store_pattern<32, 8>`` from the same file: transpose_tiled<32, 8, 1>'s stores alone,
@@ -46,7 +46,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__)))) 
 
 import kernels  # noqa: E402
 from kernels import ceil_div  # noqa: E402
-from kernels.coalescing import strip_launch  # noqa: E402
+from kernels.chapters.coalescing import strip_launch  # noqa: E402
 
 SHAPES = [(8192, 8192), (8192, 8193), (8193, 8192), (8191, 8193), (8196, 8196), (4097, 4095),
           (1000, 50000), (1024, 50000), (50000, 1000), (50000, 1024), (4096, 16384), (16384, 4096)]
@@ -54,7 +54,7 @@ QUICK_SHAPES = [(2048, 2048), (2049, 2047)]
 WARMUP, REPEAT = 2, 10
 
 # (label, source, kernel name, T, R, S, kind); every block is (T, R) threads. "transpose" launches with
-# grid (ceil(cols / T), ceil(rows / T)); "strip" as kernels.coalescing.strip_launch says, for the strip
+# grid (ceil(cols / T), ceil(rows / T)); "strip" as kernels.chapters.coalescing.strip_launch says, for the strip
 # height S; "strip_other_order" with that grid the other way round; "stores" is the store pattern (no
 # input), with transpose_tiled's grid.
 KERNELS = [

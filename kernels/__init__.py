@@ -2,10 +2,14 @@
 
 Names are imported lazily, so ``import kernels`` is cheap and works on machines without CuPy or a GPU;
 a name's module is loaded the first time the name is used.
+
+The chapters' own modules live in ``kernels/chapters/<chapter>/`` and keep the flat names that the
+executed notebooks import (``from kernels import scan``): see ``LEGACY_NAMES`` below.
 """
 from __future__ import annotations
 
 import importlib
+import importlib.machinery  # loaded by the interpreter already (importlib.abc would cost ~9 ms)
 import sys
 from types import ModuleType
 from typing import Any
@@ -42,9 +46,63 @@ _EXPORTS: dict[str, str] = {
 
 __all__ = sorted(_EXPORTS)
 
+#: The old flat names of the chapters' modules -> their modules in kernels/chapters/. The chapters'
+#: code cells (hashed, executed on a GPU) import them so: ``from kernels import scan``, ``import
+#: kernels.hopper_bench``, ``from kernels.coalescing import strip_launch``. ``__getattr__`` below
+#: (``kernels.scan``) and ``_LegacyNames`` on ``sys.meta_path`` (``import kernels.scan``) give the new
+#: module itself, loaded on first use: ``sys.modules["kernels.scan"] is
+#: sys.modules["kernels.chapters.scan"]``, so a monkeypatch through either name reaches both. New code
+#: uses the new names, and so does ``python -m`` (``python -m kernels.chapters.hopper.bench``).
+LEGACY_NAMES: dict[str, str] = {
+    "asynchrony": "chapters.asynchrony",
+    "coalescing": "chapters.coalescing",
+    "diagrams_coalescing": "chapters.coalescing.diagrams",
+    "diagrams_dram_bursts": "chapters.dram_bursts.diagrams",
+    "gemm": "chapters.gemm",
+    "diagrams": "chapters.gpu_architecture.diagrams",
+    "hopper": "chapters.hopper",
+    "hopper_bench": "chapters.hopper.bench",
+    "hopper_recorded": "chapters.hopper.recorded",
+    "diagrams_hopper": "chapters.hopper.diagrams",
+    "memory_hierarchy": "chapters.memory_hierarchy",
+    "reduce": "chapters.reduce",
+    "scan": "chapters.scan",
+    "diagrams_simt_and_warps": "chapters.simt_and_warps.diagrams",
+    "softmax": "chapters.softmax",
+}
+
+
+class _LegacyNames:
+    """Meta path finder and loader (importlib's protocol) of ``kernels.<old name>``: ``create_module``
+    imports and returns the new module, and ``exec_module`` runs nothing, so no second copy exists."""
+
+    @staticmethod
+    def find_spec(fullname: str, path: Any = None, target: Any = None) -> Any:
+        package, _, name = fullname.rpartition(".")
+        if package == __name__ and name in LEGACY_NAMES:
+            return importlib.machinery.ModuleSpec(fullname, _LegacyNames)
+        return None
+
+    @staticmethod
+    def create_module(spec: Any) -> ModuleType:
+        module = importlib.import_module(f"{__name__}.{LEGACY_NAMES[spec.name.rpartition('.')[2]]}")
+        spec.loader_state = module.__spec__  # the import system sets module.__spec__ = spec next
+        return module
+
+    @staticmethod
+    def exec_module(module: ModuleType) -> None:
+        module.__spec__ = module.__spec__.loader_state  # the module's own spec back
+
+
+# First on the path, before any finder that searches a folder (an editable install's) and could find
+# a stale file of an old name; once, also when the package is imported again.
+sys.meta_path[:] = [_LegacyNames, *(f for f in sys.meta_path if getattr(f, "__qualname__", "") != "_LegacyNames")]
+
 
 def __getattr__(name: str) -> Any:
     module = _EXPORTS.get(name)
+    if module is None and name in LEGACY_NAMES:  # kernels.scan: the module kernels.chapters.scan
+        return importlib.import_module(f"{__name__}.{name}")
     if module is None:
         raise AttributeError(f"module 'kernels' has no attribute {name!r}")
     value = getattr(importlib.import_module(f"{__name__}.{module}"), name)

@@ -125,7 +125,7 @@ def check_timeline_panel(captured: Captured) -> None:
     import ipywidgets as w
 
     import kernels.backend
-    from kernels import asynchrony as ay
+    from kernels.chapters import asynchrony as ay
     from kernels import sweep as sweep_module
 
     sweep_module.display_live = captured.display_live
@@ -156,7 +156,7 @@ def check_numba() -> None:
     from numba import njit, prange
 
     from kernels.compat import import_numba_cuda
-    from kernels.gemm import numba_gemm
+    from kernels.chapters.gemm import numba_gemm
 
     @njit(parallel=False)
     def add(x, y, out):

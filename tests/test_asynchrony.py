@@ -16,7 +16,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pytest  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
-from kernels import asynchrony as ay  # noqa: E402
+from kernels.chapters import asynchrony as ay  # noqa: E402
 from kernels.nvrtc import compile_cuda, nvrtc_available  # noqa: E402
 from kernels.sources import source  # noqa: E402
 

@@ -22,7 +22,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from kernels import asynchrony as ay
+from kernels.chapters import asynchrony as ay
 from kernels.explorer import decode_columns, encode_columns
 
 ROOT = Path(__file__).resolve().parents[1]

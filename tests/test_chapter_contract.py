@@ -32,7 +32,7 @@ CLOSING_SECTIONS = ["Summary", "Exercises", "Further reading"]
 # it was written on, a seed folder, whoever wrote or reviewed it.
 WORKPLACE = re.compile(r"/work/|seeds-|seed 00|assistant|\bthe lead\b", re.IGNORECASE)
 # Modules a chapter may import from by name besides the package's ``__all__``: the setup cell's,
-# the helpers every notebook may use, and the chapter's own module and diagrams.
+# the helpers every notebook may use, and the old names of the chapter's own modules (kernels/chapters/<chapter>/).
 NOTEBOOK_MODULES = {"notebook_setup", "compat", "timing", "occupancy"}
 
 
@@ -57,8 +57,8 @@ def _headings(chapter: str) -> list[str]:
 def _shipped_with(chapter: str) -> list[Path]:
     """The page and what ships with it: its kernels, its modules in the package (its grader's
     exercise module included), its benchmark."""
-    modules = [p for p in sorted((ROOT / "kernels").rglob("*.py"))
-               if chapter in (p.stem, p.parent.name) or p.stem == f"diagrams_{chapter}"]
+    modules = [p for p in sorted((ROOT / "kernels").rglob("*.py"))  # kernels/chapters/<chapter>/, its grader's
+               if chapter in (p.stem, p.parent.name)]
     kernel_files = sorted(p for p in (ROOT / "kernels" / "cuda" / chapter).rglob("*") if p.is_file())
     benchmark = ROOT / "benchmarks" / f"bench_{chapter}.py"
     return [ROOT / "book" / f"{chapter}.md", *kernel_files, *modules, *([benchmark] if benchmark.exists() else [])]
@@ -105,7 +105,8 @@ ROOFLINE = "imports RooflinePoint from kernels.roofline, which kernels.__all__ d
     "simt_and_warps": "imports nvrtc_available from kernels.nvrtc and source from kernels.sources"}))
 def test_uses_only_public_kernels_api(chapter: str):
     used = set(re.findall(r"\bkernels\.([A-Za-z]\w*)", "\n".join(_cells(chapter, "code"))))
-    allowed = {*kernels.__all__, *NOTEBOOK_MODULES, chapter, f"diagrams_{chapter}"}
+    own = {old for old, new in kernels.LEGACY_NAMES.items() if new.split(".")[1] == chapter}  # its modules' names
+    allowed = {*kernels.__all__, *NOTEBOOK_MODULES, *own}
     assert used <= allowed, sorted(used - allowed)
 
 

@@ -1,6 +1,6 @@
 """CPU tests of the "Coalescing" chapter: every kernel compiles for the T4 (sm_75) and the H100 (sm_90)
 with NVRTC, without local memory; the chapter loads kernels that exist (what every chapter promises:
-tests/test_chapter_contract.py); and the sector and bank counting helpers in kernels/diagrams_coalescing.py give the textbook answers.
+tests/test_chapter_contract.py); and the sector and bank counting helpers in kernels/chapters/coalescing/diagrams.py give the textbook answers.
 """
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from kernels import diagrams_coalescing as dc
-from kernels.coalescing import MAX_GRID_Y, strip_launch
+from kernels.chapters.coalescing import MAX_GRID_Y, strip_launch
+from kernels.chapters.coalescing import diagrams as dc
 from kernels.nvrtc import compile_cuda, nvrtc_available
 from kernels.sources import name_expressions_in, source
 

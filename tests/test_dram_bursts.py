@@ -16,7 +16,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pytest  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
-from kernels import diagrams_dram_bursts as dd  # noqa: E402
+from kernels.chapters.dram_bursts import diagrams as dd  # noqa: E402
 from kernels.nvrtc import compile_cuda, nvrtc_available  # noqa: E402
 from kernels.sources import name_expressions_in, source  # noqa: E402
 from tooling.fresh_reports import fresh_reports  # noqa: E402

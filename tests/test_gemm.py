@@ -1,6 +1,6 @@
 """CPU tests of the "GEMM" chapter: its kernels compile for the T4 (sm_75) and the H100 (sm_90) with
 NVRTC, without spills, and contain the instructions the chapter says they contain; the helpers of
-kernels.gemm (counts, tolerances, rounding, configuration rules, launch geometry, the models of the
+kernels.chapters.gemm (counts, tolerances, rounding, configuration rules, launch geometry, the models of the
 shared-memory index maps and of the block order) are right, checked against brute force; a sweep
 marks invalid and spilling configurations; the chapter shows every kernel and a live sweep (what
 every chapter promises: tests/test_chapter_contract.py).
@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from kernels import gemm as g
+from kernels.chapters import gemm as g
 from kernels.nvrtc import compile_cuda, nvrtc_available, reports_in_fresh_process
 from kernels.occupancy import GpuLimits
 from kernels.signature import find_functions

@@ -1,6 +1,6 @@
 """The GEMM chapter's table of ptxas reports must be what the compiler reports for its kernels.
 
-book/gemm.md shows, for every rung kernel as the chapter launches it (``kernels.gemm.chapter_rungs``),
+book/gemm.md shows, for every rung kernel as the chapter launches it (``kernels.chapters.gemm.chapter_rungs``),
 the registers, static shared memory, spills and stack frame that NVRTC's ptxas reports for sm_90 (the
 H100 of the recorded run) and sm_75 (Colab's T4). This test recompiles every kernel with
 ``resource_report`` and compares each cell, so the table cannot drift from the code. After changing a
@@ -21,7 +21,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from kernels import gemm as gm
+from kernels.chapters import gemm as gm
 from kernels.nvrtc import nvrtc_available, nvrtc_version
 from kernels.resources import resource_report
 

@@ -21,7 +21,7 @@ import pytest  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
 import kernels  # noqa: E402
-from kernels import diagrams  # noqa: E402
+from kernels.chapters.gpu_architecture import diagrams  # noqa: E402
 from kernels.occupancy import occupancy  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from kernels import hopper
+from kernels.chapters import hopper
 from kernels.errors import NoGPUError
 from kernels.nvrtc import compile_cuda, nvrtc_available
 from kernels.sources import name_expressions_in, source
@@ -97,7 +97,7 @@ def test_wgmma_kernels_issue_wgmma_only_for_sm_90a():
 
 @needs_nvrtc
 def test_the_headers_encode_what_python_encodes():
-    """The device's descriptor and accumulator layout agree with kernels.hopper, checked at compile time."""
+    """The device's descriptor and accumulator layout agree with kernels.chapters.hopper, checked at compile time."""
     checks = [f"static_assert(wgmma_descriptor_sw128({a}u) == {hopper.wgmma_descriptor(a, 16, 1024, 128)}ull, "
               f"\"descriptor {a}\");" for a in (0, 1024, 8192, 0x3FC00)]
     checks += [f"static_assert(wgmma_descriptor({a}u, {lead}u, {stride}u, {mode}u) == "

@@ -17,9 +17,11 @@ import pytest
 
 matplotlib.use("Agg")
 
-from kernels import diagrams_hopper as dh  # noqa: E402
-from kernels import hopper, hopper_bench as hb, hopper_recorded  # noqa: E402
-from kernels.gemm import fp16_tolerance  # noqa: E402
+from kernels.chapters import hopper  # noqa: E402
+from kernels.chapters.gemm import fp16_tolerance  # noqa: E402
+from kernels.chapters.hopper import bench as hb  # noqa: E402
+from kernels.chapters.hopper import diagrams as dh  # noqa: E402
+from kernels.chapters.hopper import recorded as hopper_recorded  # noqa: E402
 from kernels.portable import SKIPPED  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -35,7 +37,7 @@ def test_the_recorded_module_equals_the_benchmarks_json():
 def test_the_recorded_module_is_what_the_generator_writes(tmp_path: Path):
     text = hb.recorded_module_text(hopper_recorded.RECORDS, hopper_recorded.GPU, hopper_recorded.SOURCE,
                                    hopper_recorded.WMMA_RUNG)
-    assert text == (ROOT / "kernels" / "hopper_recorded.py").read_text()
+    assert text == (ROOT / "kernels" / "chapters" / "hopper" / "recorded.py").read_text()
 
 
 def test_the_wmma_rung_is_the_gemm_chapters_recorded_number():

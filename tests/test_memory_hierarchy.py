@@ -1,6 +1,6 @@
 """CPU tests of the "Memory hierarchy" chapter: its kernels compile for the T4 (sm_75) and the H100
 (sm_90) with NVRTC and use the resources the chapter says they use, the pure helpers of
-kernels.memory_hierarchy (chains, bank arithmetic, references) agree with plain Python loops, and the
+kernels.chapters.memory_hierarchy (chains, bank arithmetic, references) agree with plain Python loops, and the
 chapter uses its kernels (what every chapter promises: tests/test_chapter_contract.py).
 """
 from __future__ import annotations
@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from kernels import memory_hierarchy as mh
+from kernels.chapters import memory_hierarchy as mh
 from kernels.nvrtc import compile_cuda, nvrtc_available
 from kernels.sources import source
 

@@ -16,14 +16,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from kernels import diagrams_coalescing as dc
-from kernels import diagrams_dram_bursts as dd
-from kernels import gemm as gm
-from kernels import memory_hierarchy as mh
 from kernels import numerics
-from kernels import reduce as red
-from kernels import scan as sc
-from kernels import softmax as smx
+from kernels.chapters import gemm as gm
+from kernels.chapters import memory_hierarchy as mh
+from kernels.chapters import reduce as red
+from kernels.chapters import scan as sc
+from kernels.chapters import softmax as smx
+from kernels.chapters.coalescing import diagrams as dc
+from kernels.chapters.dram_bursts import diagrams as dd
 from kernels.cpu import abi
 from kernels.grading import exercises as ex
 from kernels.grading.exercises import memory_hierarchy as ex_mh

@@ -104,9 +104,9 @@ def test_device_info_reports_the_t4s_limits(t4_env, on_h200):
 
 
 def test_what_decides_takes_the_t4_branch(t4_env, on_h200):
-    from kernels.gemm import has_cp_async
+    from kernels.chapters.gemm import has_cp_async
     from kernels.occupancy import GpuLimits
-    from kernels.softmax import max_shared_per_block
+    from kernels.chapters.softmax import max_shared_per_block
 
     limits = GpuLimits.from_device()
     assert (limits.compute_capability, limits.max_threads_per_sm, limits.max_warps_per_sm) == ("7.5", 1024, 32)

@@ -1,6 +1,6 @@
 """CPU tests of the "Reduce" chapter: its kernels compile for the T4 (sm_75) and the H100 (sm_90)
 with NVRTC, without spills, and contain the instructions the chapter says they contain; the chapter
-loads and shows every kernel; the pure helpers of kernels.reduce are right (checked against brute
+loads and shows every kernel; the pure helpers of kernels.chapters.reduce are right (checked against brute
 force) and the chapter's NumPy reference agrees with a plain loop. What every chapter promises is
 checked in tests/test_chapter_contract.py.
 """
@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from kernels import reduce as red
+from kernels.chapters import reduce as red
 from kernels.nvrtc import compile_cuda, nvrtc_available
 from kernels.sources import source
 

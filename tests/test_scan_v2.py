@@ -10,7 +10,7 @@ import re
 
 import pytest
 
-from kernels import scan as sc
+from kernels.chapters import scan as sc
 from kernels.nvrtc import compile_cuda, nvrtc_available
 from kernels.sources import source
 from tooling.fresh_reports import fresh_reports

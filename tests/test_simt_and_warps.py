@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from kernels import diagrams_simt_and_warps as simt
+from kernels.chapters.simt_and_warps import diagrams as simt
 from kernels.nvrtc import compile_cuda, nvrtc_available
 from kernels.sources import name_expressions_in, source
 from tooling.fresh_reports import fresh_reports

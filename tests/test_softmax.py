@@ -1,7 +1,7 @@
 """CPU tests of the "Softmax" chapter.
 
 - The kernels compile for the T4 (sm_75) and the H100 (sm_90) with NVRTC, without spills, use
-  the instructions the chapter says they use, and the instantiation tables of kernels.softmax
+  the instructions the chapter says they use, and the instantiation tables of kernels.chapters.softmax
   match the files' name_expressions lines.
 - The NumPy models of the algorithms are right: the online recurrence, the chunked update, the
   merge and the warp butterfly against direct softmax on awkward inputs (rows of -inf, +-1e4,
@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from kernels import softmax as sm
+from kernels.chapters import softmax as sm
 from kernels.nvrtc import compile_cuda, nvrtc_available
 from kernels.sources import name_expressions_in, source
 from tooling.fresh_reports import fresh_reports
@@ -553,8 +553,8 @@ def test_gpu_only_parts_say_so_on_the_cpu_backend(monkeypatch):
 
 
 def test_module_imports_no_cupy():
-    """kernels.softmax reaches CuPy only through the backend's array module."""
-    text = (ROOT / "kernels" / "softmax.py").read_text(encoding="utf-8")
+    """kernels.chapters.softmax reaches CuPy only through the backend's array module."""
+    text = (ROOT / "kernels" / "chapters" / "softmax" / "__init__.py").read_text(encoding="utf-8")
     assert not re.search(r"^\s*(import cupy|from cupy)", text, flags=re.M)
 
 
@@ -582,7 +582,7 @@ def test_every_kernel_is_shown():
 
 def test_benchmark_uses_the_shared_module():
     text = BENCH.read_text(encoding="utf-8")
-    assert "from kernels import softmax as sm" in text
+    assert "from kernels.chapters import softmax as sm" in text
     for name in ("sm.bench_configs", "sm.check_on_gpu", "sm.interleaved", "sm.on_cupy_stream", "sm.min_bytes",
                  "--out"):
         assert name in text

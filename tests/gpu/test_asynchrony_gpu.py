@@ -28,7 +28,7 @@ def fma_reference(x, n, iters):
 
 
 def _pipeline(k, cp, h_in, h_out, d_in, d_out, iters, n_streams, chunks, streams):
-    from kernels import asynchrony as ay
+    from kernels.chapters import asynchrony as ay
 
     kernel = k.load_kernel("asynchrony/fma_chain.cu", "fma_chain")
     rt = cp.cuda.runtime

@@ -1,19 +1,19 @@
 """GPU tests of the kernels of the "GEMM" chapter.
 
 Every rung, and several configurations of each sweepable kernel, is checked with kernels.check (via
-kernels.gemm.check_gemm) against a float64 NumPy reference on fresh random inputs and awkward
+kernels.chapters.gemm.check_gemm) against a float64 NumPy reference on fresh random inputs and awkward
 shapes: 1 x 1 x 1, primes, sizes just past multiples of 4, 8, 16, 32 and 128, non-square shapes.
 With beta = 0 the output starts as NaN and must come back finite and right (C is never read); with
 general alpha and beta the old C is used. The tolerance is the rounding-error bound of the drawn
-inputs (kernels.gemm.gemm_error_bound); fp16 tensor-core kernels are compared with the float64
-product of the fp16-rounded inputs, with twice the fp32 unit roundoff (kernels.gemm.fp16_tolerance).
+inputs (kernels.chapters.gemm.gemm_error_bound); fp16 tensor-core kernels are compared with the float64
+product of the fp16-rounded inputs, with twice the fp32 unit roundoff (kernels.chapters.gemm.fp16_tolerance).
 """
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from kernels import gemm as g
+from kernels.chapters import gemm as g
 
 pytestmark = pytest.mark.gpu
 

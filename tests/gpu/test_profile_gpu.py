@@ -129,7 +129,7 @@ def test_the_memory_pool_is_capped_at_the_t4s_memory(k, t4):
 
 
 def test_the_gemm_chapter_takes_its_t4_branch(k, t4):
-    from kernels import gemm
+    from kernels.chapters import gemm
 
     cc = k.device_info().compute_capability
     assert not gemm.has_cp_async(cc)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from kernels import softmax as sm
+from kernels.chapters import softmax as sm
 
 pytestmark = pytest.mark.gpu
 

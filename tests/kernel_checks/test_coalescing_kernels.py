@@ -165,8 +165,8 @@ def test_transpose_aligned_strip(k, strip, shape, strips_along_x):
 
 @pytest.mark.parametrize("shape", [(1, 1), (300, 7), (7, 300), (1000, 777), (263, 4097), (4097, 33)])
 def test_strip_launch_drives_the_kernel(k, shape):
-    """kernels.coalescing.strip_launch's grid and order, as the chapter and the benchmark launch it."""
-    from kernels.coalescing import strip_launch
+    """kernels.chapters.coalescing.strip_launch's grid and order, as the chapter and the benchmark launch it."""
+    from kernels.chapters.coalescing import strip_launch
 
     kernel = k.load_kernel("coalescing/transpose_stores.cu", "transpose_aligned_strip<32, 256, 16>")
     rows, cols = shape

@@ -1,7 +1,7 @@
 """The "GEMM" chapter's kernels, on every backend (fixture ``k``, see conftest.py).
 
 Every FP32 rung of kernels/cuda/gemm/ (and the naive kernel the chapter starts from), at the
-ladder's defaults and at smaller tiles, is checked with kernels.gemm.check_gemm: kernels.check
+ladder's defaults and at smaller tiles, is checked with kernels.chapters.gemm.check_gemm: kernels.check
 against the float64 NumPy product on fresh inputs, C poisoned with NaN, the tolerance the
 rounding-error bound of the drawn inputs. Shapes mix 1, 7, 33 and 65 (primes, sizes just past
 multiples of 4, 8, 16 and 32, non-square), plus one shape of multiples of 4 (the 16-byte path) and
@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 from kernel_backends import gpu_only, gpu_only_case
 
-from kernels import gemm as g
+from kernels.chapters import gemm as g
 
 SHAPES = [(1, 1, 1), (1, 65, 7), (65, 1, 33), (7, 33, 65), (33, 7, 1), (65, 33, 7), (36, 68, 44),
           (130, 136, 37), *gpu_only((127, 129, 131), (520, 528, 200), (1000, 1001, 999))]

@@ -1,7 +1,7 @@
 """The "Memory hierarchy" chapter's kernels, on every backend (fixture ``k``, see conftest.py).
 
 Every kernel is checked with kernels.check against a float64 NumPy reference (from
-kernels.memory_hierarchy, tested against plain loops in tests/test_memory_hierarchy.py) on fresh random
+kernels.chapters.memory_hierarchy, tested against plain loops in tests/test_memory_hierarchy.py) on fresh random
 inputs, sizes that are not multiples of the block or tile (1 and primes included) and NaN-poisoned
 outputs. pointer_chase and shared_chase read the GPU's %globaltimer with inline PTX: they run on GPUs
 only, and the CPU backend refuses them at compile time, naming the line.
@@ -13,7 +13,7 @@ import pytest
 
 from kernel_backends import gpu_only_case
 
-from kernels import memory_hierarchy as mh
+from kernels.chapters import memory_hierarchy as mh
 from kernels.compile import Kernel
 from kernels.signature import parse_signature
 

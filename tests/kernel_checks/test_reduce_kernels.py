@@ -3,7 +3,7 @@
 Every kernel is checked with kernels.check against a float64 (or int64) NumPy reference, on fresh
 random inputs, sizes that are not multiples of the block (1 and primes among them) and poisoned
 outputs. Float sums are compared with the worst-case error bound of their summation depth
-(kernels.reduce.sum_error_bound); inputs are positive, so the bound is a relative error.
+(kernels.chapters.reduce.sum_error_bound); inputs are positive, so the bound is a relative error.
 """
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from kernel_backends import gpu_only
 
-from kernels import reduce as red
+from kernels.chapters import reduce as red
 
 SIZES = [1, *gpu_only(2), 3, 31, 257, 4099, 65_537, *gpu_only(1_000_003)]
 TREE = {"reduce_interleaved": 1, "reduce_interleaved_strided": 1, "reduce_sequential": 1,

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from kernel_backends import gpu_only
 
-from kernels import scan as sc
+from kernels.chapters import scan as sc
 
 SIZES = [1, 2, 31, 1000, 2047, 2049, 100_003, *gpu_only(3_000_017)]
 

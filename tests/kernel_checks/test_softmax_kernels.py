@@ -3,7 +3,7 @@
 Every kernel configuration (each compiled instantiation, several block sizes of the others) is
 checked with kernels.check against the float64 NumPy reference on every row length it can hold
 among 1, 2, 31, 33, 1000, 4096 and 40000 (and 100000 on a GPU), on every input kind of
-kernels.softmax.AWKWARD_KINDS (random, rows of equal values, +-1e4, entries of -inf, rows entirely
+kernels.chapters.softmax.AWKWARD_KINDS (random, rows of equal values, +-1e4, entries of -inf, rows entirely
 -inf, one spike at the first, last or a random position), in float32 and float16, with matrices
 that start on a 16-byte boundary and with input or output views that start one element later
 (the one-element path). Outputs are NaN-poisoned, inputs are fresh and must be left unchanged, and
@@ -24,7 +24,7 @@ import numpy as np
 import pytest
 from kernel_backends import gpu_only, gpu_only_case
 
-from kernels import softmax as sm
+from kernels.chapters import softmax as sm
 
 SMEM_LIMIT_H100 = 232448       # the most a block may have: which (config, length) pairs to collect
 LONG = 40_000                  # a row longer than any register cache, in shared memory with the opt-in

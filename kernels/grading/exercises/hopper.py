@@ -3,7 +3,7 @@ shapes of wgmma and the 128-byte swizzle by hand.
 
 Their kernels run only on compute capability 9.0: the fix exercise declares ``arch="sm_90a"`` (the
 harness compiles it for that target and refuses, with a sentence, every other GPU and the CPU backend);
-the predict exercise is graded anywhere against the package's own models (``kernels.hopper``) and
+the predict exercise is graded anywhere against the package's own models (``kernels.chapters.hopper``) and
 measures on a Hopper GPU only.
 """
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import Callable
 
 import numpy as np
 
-from ... import hopper
+from ...chapters import hopper
 from ..cases import off_multiple, uniform
 from ..spec import Case, Exercise, Expected, KernelSpec, LaunchContext, Points, Question
 from . import blocks, sum_bound

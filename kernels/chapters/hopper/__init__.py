@@ -15,7 +15,7 @@ import functools
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
-from .errors import LaunchConfigError, NoGPUError
+from ...errors import LaunchConfigError, NoGPUError
 
 #: NVRTC options of every Hopper kernel: the architecture-specific target that has wgmma and setmaxnreg.
 ARCH_OPTIONS = ("-arch=sm_90a",)
@@ -199,7 +199,7 @@ def accumulator_position(thread: int, register: int, n: int = 128) -> tuple[int,
 
 def hopper_problem() -> str | None:
     """Why the Hopper kernels cannot run here, or None when they can (compute capability 9.0)."""
-    from .backend import backend_name, gpu_available
+    from ...backend import backend_name, gpu_available
 
     needs = ("the Hopper chapter's kernels need an H100 or H200 (compute capability 9.0, compiled for sm_90a): "
              "TMA, mbarrier transaction counts and wgmma exist on no other GPU, and the CPU backend cannot run them")
@@ -207,7 +207,7 @@ def hopper_problem() -> str | None:
         return f"{needs}; the CPU backend is in use"
     if not gpu_available():
         return f"{needs}; CuPy finds no usable CUDA GPU here"
-    from .device import device_info
+    from ...device import device_info
 
     info = device_info()  # under a GPU profile (kernels.profile), the profile's GPU: a T4 run takes the T4's path
     if info.compute_capability != "9.0":
@@ -227,7 +227,7 @@ def requires_hopper(what: str = "this cell") -> None:
 def load_hopper_kernel(path: str, name: str) -> Any:
     """Kernel ``name`` (a name expression for a template) of ``path`` compiled for sm_90a: CuPy's
     RawKernel, launched with ``launch`` (the package's argument checks do not know tensor maps)."""
-    from .compile import load_module
+    from ...compile import load_module
 
     requires_hopper(f"load_hopper_kernel({path!r}, {name!r})")
     return load_module(path, options=ARCH_OPTIONS, name_expressions=(name,)).raw.get_function(name)

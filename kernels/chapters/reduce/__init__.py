@@ -7,8 +7,8 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 
-from .numerics import gamma, sum_error_bound  # noqa: F401  (the chapter's red.gamma, red.sum_error_bound)
-from .traffic.banks import conflict_ways
+from ...numerics import gamma, sum_error_bound  # noqa: F401  (the chapter's red.gamma, red.sum_error_bound)
+from ...traffic.banks import conflict_ways
 
 
 def pass_grids(n: int, per_block: int) -> list[int]:

@@ -14,9 +14,9 @@ from typing import Any
 
 import numpy as np
 
-from .backend import array_module as _array_module  # cupy on a GPU, kernels.cpu.xp on the CPU backend
-from .numerics import gamma
-from .traffic.banks import conflict_ways as bank_conflict_ways
+from ...backend import array_module as _array_module  # cupy on a GPU, kernels.cpu.xp on the CPU backend
+from ...numerics import gamma
+from ...traffic.banks import conflict_ways as bank_conflict_ways
 
 SCAN_FILE = "scan/large_scan.cu"
 STP_TILE = 256 * 8          # tile of tile_scan / add_tile_offsets (STP_THREADS * STP_ITEMS)

@@ -27,9 +27,9 @@ from typing import Any
 import numpy as np
 
 # the rounding and bank models, under the names the chapter uses (gm.FLOAT32_U, gm.conflict_ways, ...)
-from .numerics import BFLOAT16_U, FLOAT16_U, FLOAT32_U, TF32_U, gamma  # noqa: F401
-from .traffic.banks import conflict_ways  # noqa: F401
-from .traffic.banks import wavefronts as shared_wavefronts  # noqa: F401
+from ...numerics import BFLOAT16_U, FLOAT16_U, FLOAT32_U, TF32_U, gamma  # noqa: F401
+from ...traffic.banks import conflict_ways  # noqa: F401
+from ...traffic.banks import wavefronts as shared_wavefronts  # noqa: F401
 
 STATIC_SMEM_LIMIT = 48 * 1024
 INT32_MAX = 2**31 - 1

@@ -1,5 +1,5 @@
 """The recorded run of benchmarks/bench_hopper.py on an NVIDIA H200, shown by the Hopper chapter where
-no Hopper GPU is present. Written by ``python -m kernels.hopper_bench benchmarks/results/bench_hopper_h200.json "NVIDIA H200"``;
+no Hopper GPU is present. Written by ``python -m kernels.chapters.hopper.bench benchmarks/results/bench_hopper_h200.json "NVIDIA H200"``;
 tests/test_hopper_chapter.py checks that it equals benchmarks/results/bench_hopper_h200.json.
 """
 GPU = 'NVIDIA H200'

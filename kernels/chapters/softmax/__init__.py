@@ -24,8 +24,8 @@ from typing import Any
 
 import numpy as np
 
-from .numerics import UNIT_ROUNDOFF, gamma
-from .portable import on_gpu
+from ...numerics import UNIT_ROUNDOFF, gamma
+from ...portable import on_gpu
 
 # ----------------------------------------------------------------------------- kernel sources
 
@@ -526,14 +526,14 @@ def awkward_matrix(kind: str, rows: int, cols: int, dtype: Any = np.float32,
 
 def _xp() -> Any:
     """The backend's array module: cupy on a GPU, kernels.cpu.xp on the CPU backend."""
-    from .backend import array_module
+    from ...backend import array_module
 
     return array_module()
 
 
 def max_shared_per_block() -> int:
     """Shared memory one block may use on the current device, with the opt-in (bytes)."""
-    from .device import device_info
+    from ...device import device_info
 
     return int(device_info().shared_per_block_optin)
 
@@ -560,7 +560,7 @@ class Softmax:
     def _kernel(self, p: Plan) -> Any:
         kernel = self._kernels.get(p.name)
         if kernel is None:
-            from .compile import load_kernel
+            from ...compile import load_kernel
 
             kernel = self._kernels[p.name] = load_kernel(p.file, p.name)
             self._opted_in[p.name] = DEFAULT_SHARED_LIMIT - STATIC_SHARED_BYTES
@@ -573,7 +573,7 @@ class Softmax:
         """Blocks of this configuration's (last) kernel that one SM holds at once, from CUDA's
         occupancy calculator (registers, shared memory and threads all count). GPU only: raises
         kernels.NoGPUError on the CPU backend, which has no SMs."""
-        from .backend import require_gpu
+        from ...backend import require_gpu
 
         require_gpu("Softmax.blocks_per_sm (CUDA's occupancy calculator)")
         cp = _xp()                                                      # cupy: a GPU is there
@@ -615,7 +615,7 @@ class LayerNorm:
 
     def __call__(self, x: Any, gamma: Any, beta: Any, y: Any, eps: float = 1e-5) -> None:
         if self._kernel is None:
-            from .compile import load_kernel
+            from ...compile import load_kernel
 
             self._kernel = load_kernel(LAYERNORM_FILE, "layernorm_welford")
         rows, cols = (int(s) for s in x.shape)
@@ -636,7 +636,7 @@ class FlashAttention:
         if k.shape != (n_k, d) or v.shape != (n_k, d) or o.shape != (n_q, d):
             raise ValueError("shapes must be q (n_q, D), k and v (n_k, D), o (n_q, D)")
         if d not in self._kernels:
-            from .compile import load_kernel
+            from ...compile import load_kernel
 
             self._kernels[d] = load_kernel(FLASH_FILE, f"flash_attention_forward<{d}, {FLASH_WARPS}>")
         self._kernels[d]((-(-n_q // FLASH_WARPS),), (32 * FLASH_WARPS,),
@@ -686,7 +686,7 @@ def on_cupy_stream(fn: Callable[[], Any]) -> Callable[[], Any]:
     then ``fn`` is called as it is. If the two differ (someone made another stream current), the
     call is made under torch.cuda.ExternalStream on CuPy's stream, so the same holds. GPU only.
     """
-    from .backend import require_gpu
+    from ...backend import require_gpu
 
     require_gpu("on_cupy_stream (torch on CuPy's CUDA stream)")
     import torch
@@ -784,7 +784,7 @@ def interleaved(candidates: Mapping[str, Callable[[], Any]], rounds: int = 3, wa
     Each round times every candidate once, starting from a different one, so that a drift of
     clocks or temperature during the run affects all candidates alike.
     """
-    from .timing import benchmark
+    from ...timing import benchmark
 
     names = list(candidates)
     medians: dict[str, list[float]] = {n: [] for n in names}
@@ -808,8 +808,8 @@ def sweep_measure(copy_gbps: float, dtype: Any = np.float32, max_elements: int =
     length against the float64 reference (NaN-poisoned output, fresh random input), then times it
     on the full rows x cols matrix with kernels.benchmark: GB/s = min_bytes / time.
     """
-    from .check import check, rand
-    from .timing import benchmark, gbps
+    from ...check import check, rand
+    from ...timing import benchmark, gbps
 
     launchers: dict[str, Softmax] = {}
     itemsize = np.dtype(dtype_name(dtype)).itemsize
@@ -875,7 +875,7 @@ def shapes_chart(gbps_by_shape: Mapping[str, Mapping[str, float]], copy_gbps: fl
     ax.set_title(title, fontsize=10)
     ax.legend(fontsize=7, ncol=2, loc="upper left", bbox_to_anchor=(1.0, 1.0))
     if not on_gpu():                                  # the speeds are CPU-backend timings: say so
-        from .timing import label_cpu_axes, note_cpu_timing
+        from ...timing import label_cpu_axes, note_cpu_timing
 
         label_cpu_axes(ax)
         note_cpu_timing()

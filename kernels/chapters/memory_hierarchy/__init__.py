@@ -28,8 +28,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.figure import Figure
 
-from .traffic.banks import BANKS, WARP, bank_of
-from .traffic.banks import conflict_ways as conflict_degree
+from ...traffic.banks import BANKS, WARP, bank_of
+from ...traffic.banks import conflict_ways as conflict_degree
 
 LINE_BYTES = 128  # L1 and L2 cache line
 TABLE_WORDS = 1024  # bank_stride.cu's shared table

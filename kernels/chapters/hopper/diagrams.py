@@ -4,9 +4,9 @@ Each returns a closed :class:`matplotlib.figure.Figure` (displayed once when a c
 sized to stay readable from a phone (400 px) to a desktop column (1400 px):
 
 - :func:`swizzle_figure`: where TMA's 128-byte swizzle puts the 16-byte chunks of eight 128-byte rows
-  (``kernels.hopper.swizzled_offset_128b``), beside the unswizzled tile;
+  (``kernels.chapters.hopper.swizzled_offset_128b``), beside the unswizzled tile;
 - :func:`accumulator_figure`: which thread and register of a warpgroup hold each element of wgmma's
-  64 x N fp32 accumulator (``kernels.hopper.accumulator_position``);
+  64 x N fp32 accumulator (``kernels.chapters.hopper.accumulator_position``);
 - :func:`ring_figure`: the warp-specialised pipeline: a producer, consumer warpgroups and a ring of
   stages guarded by full and empty mbarriers;
 - :func:`ladder_figure`: the GEMM ladder's TFLOP/s at each size beside cuBLAS fp16.
@@ -21,8 +21,8 @@ import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.patches import FancyArrowPatch, Rectangle
 
-from .hopper import accumulator_position, swizzled_offset_128b
-from .hopper_bench import size_title
+from . import accumulator_position, swizzled_offset_128b
+from .bench import size_title
 
 CHUNK_COLOURS = plt.get_cmap("tab10").colors[:8]
 WARP_COLOURS = ("#4C72B0", "#DD8452", "#55A868", "#C44E52")

@@ -31,8 +31,8 @@ import matplotlib.pyplot as plt
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
-from .traffic.banks import conflict_ways as bank_conflict_ways
-from .traffic.sectors import LINE_BYTES, SECTOR_BYTES, lines_touched, sectors_touched
+from ...traffic.banks import conflict_ways as bank_conflict_ways
+from ...traffic.sectors import LINE_BYTES, SECTOR_BYTES, lines_touched, sectors_touched
 
 __all__ = [
     "SECTOR_BYTES",

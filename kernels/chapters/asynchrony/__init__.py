@@ -255,7 +255,7 @@ def timeline_panel(measure: Callable[[int, int], tuple[list[dict[str, Any]], dic
     chunks), its live panel comes first and its recorded explorer is the fallback, unless
     ``fallback_html`` is given. Only widgets that exist in ipywidgets 7.7.1 and 8.x are used.
     """
-    from .sweep import display_live, live_panel
+    from ...sweep import display_live, live_panel
 
     if sweep is not None:
         fallback_html = fallback_html or sweep.explorer().html()
@@ -280,7 +280,7 @@ def timeline_panel(measure: Callable[[int, int], tuple[list[dict[str, Any]], dic
     status = w.Label()
     out = w.Output()
     try:
-        from .backend import gpu_available
+        from ...backend import gpu_available
 
         has_gpu = bool(gpu_available())
     except Exception:  # noqa: BLE001 -- no backend: nothing to measure on

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from .traffic import sectors as sector_model
-from .traffic.sectors import LINE_BYTES, SECTOR_BYTES
+from ...traffic import sectors as sector_model
+from ...traffic.sectors import LINE_BYTES, SECTOR_BYTES
 
 __all__ = ["SECTOR_BYTES", "LINE_BYTES", "WARP", "sectors_touched", "lines_touched",
            "bytes_in_flight_needed", "littles_law_gbps", "implied_latency_ns",

@@ -4,7 +4,7 @@ The chapter and ``benchmarks/bench_hopper.py`` both use this module, so that a n
 a number in the benchmark's table come from the same check and the same clock:
 
 - inputs and checks: fp16 inputs drawn from a seeded generator, the float64 product of the
-  fp16-rounded inputs as the reference, a NaN-filled C, ``kernels.gemm.fp16_tolerance(K)``; a
+  fp16-rounded inputs as the reference, a NaN-filled C, ``kernels.chapters.gemm.fp16_tolerance(K)``; a
   failing check says where it fails (``error_map``: which 8 x 8 blocks of C's first tile are wrong);
 - timings: ``kernels.benchmark`` (CUDA events, warm-up 5, median of 20), once with L2 flushed before
   every launch and once back to back, so a kernel that lives off L2 shows it;
@@ -13,7 +13,7 @@ a number in the benchmark's table come from the same check and the same clock:
 - records and tables: one dict per measurement, the format ``bench_hopper.py --out`` writes, and the
   text tables built from them (the ladder from the GEMM chapter's last WMMA rung to the best
   Hopper kernel, the copies, the histograms);
-- the recorded run (``kernels.hopper_recorded``) that every cell shows where no Hopper GPU is.
+- the recorded run (``kernels.chapters.hopper.recorded``) that every cell shows where no Hopper GPU is.
 
 The pure-Python parts (tolerances, tables, the error map, the record parsing) run anywhere and are
 tested in tests/test_hopper_chapter.py; the rest needs CuPy on an H100 or H200.
@@ -28,9 +28,9 @@ from typing import Any
 
 import numpy as np
 
-from .gemm import fp16_tolerance
-from .hopper import hopper_problem
-from .portable import SKIPPED
+from ..gemm import fp16_tolerance
+from . import hopper_problem
+from ...portable import SKIPPED
 
 Record = dict[str, Any]
 
@@ -118,7 +118,7 @@ def error_map(got: np.ndarray, ref: np.ndarray, tol: float) -> str:
 def compare_gemm(got: np.ndarray, ref: np.ndarray, K: int, label: str) -> tuple[bool, str]:
     """(passed, one line) for an fp32 C against the float64 reference, tolerance fp16_tolerance(K);
     a failure adds the error map of the first tile."""
-    from .check import compare
+    from ...check import compare
 
     tol = fp16_tolerance(K)
     result = compare("C", got, ref, tol)
@@ -143,7 +143,7 @@ def check_gemm(run: Callable[[], None], C: Any, A: Any, B_t: Any, label: str = "
 
 def median_ms(fn: Callable[[], Any], flush_l2: bool = True) -> float:
     """Median milliseconds of ``fn`` over REPEAT runs after WARMUP, L2 flushed before each or not."""
-    from .timing import benchmark
+    from ...timing import benchmark
 
     return benchmark(fn, warmup=WARMUP, repeat=REPEAT, flush_l2=flush_l2).median_ms
 
@@ -197,7 +197,7 @@ def library_records(sizes: Iterable[tuple[int, int, int]] = LADDER_SIZES) -> lis
 def sweep_measure(A: Any, B_t: Any, C: Any, cublas_ms: float | None) -> Callable[..., Record]:
     """The sweep's measure function on a Hopper GPU: build ``wgmma_specialised(block_cols, stages,
     cluster)``, check it on A and B^T (float64 reference computed once), then time it both ways."""
-    from .hopper import gemm_launcher, wgmma_specialised
+    from . import gemm_launcher, wgmma_specialised
 
     ref = reference(A, B_t)
     M, K = A.shape
@@ -285,7 +285,7 @@ def table(records: Sequence[Record]) -> str:
 
 
 #: The chapter's ladder: (label, kernel name in the records). The first rung is the GEMM chapter's,
-#: from its own recorded run (``kernels.hopper_recorded.WMMA_RUNG``).
+#: from its own recorded run (``kernels.chapters.hopper.recorded.WMMA_RUNG``).
 LADDER = (
     ("WMMA, pipelined (GEMM chapter)", "gemm_wmma_pipelined<128, 256, 64, 64, 64, 3>"),
     ("2 TMA + wgmma, one warpgroup", "gemm_wgmma"),
@@ -416,8 +416,8 @@ def runs_here(what: str) -> bool:
     problem = hopper_problem()
     if problem is None:
         return True
-    from .backend import backend_name
-    from .hopper_recorded import GPU
+    from ...backend import backend_name
+    from .recorded import GPU
 
     instead = f" Shown instead: the recorded run on an {GPU} (benchmarks/bench_hopper.py)."
     if backend_name() == "cpu":
@@ -429,7 +429,7 @@ def runs_here(what: str) -> bool:
 
 def recorded() -> list[Record]:
     """The recorded run's records, with the GEMM chapter's last WMMA rung added as a GEMM record."""
-    from .hopper_recorded import RECORDS, WMMA_RUNG
+    from .recorded import RECORDS, WMMA_RUNG
 
     rung = []
     for size, gflops in WMMA_RUNG["gflops"].items():
@@ -471,12 +471,12 @@ def show_recorded(lines: Sequence[str], empty: str = "the recorded run has no su
 
 
 def recorded_module_text(records: Sequence[Record], gpu: str, source: str, wmma_rung: Mapping[str, Any]) -> str:
-    """The text of kernels/hopper_recorded.py for a benchmark run: the notebook's fallback when no
+    """The text of kernels/chapters/hopper/recorded.py for a benchmark run: the notebook's fallback when no
     Hopper GPU is present (the package carries it; the benchmarks folder is not installed)."""
     import pprint
 
     return (f'"""The recorded run of benchmarks/bench_hopper.py on an {gpu}, shown by the Hopper chapter where\n'
-            f'no Hopper GPU is present. Written by ``python -m kernels.hopper_bench {source} "{gpu}"``;\n'
+            f'no Hopper GPU is present. Written by ``python -m kernels.chapters.hopper.bench {source} "{gpu}"``;\n'
             f'tests/test_hopper_chapter.py checks that it equals {source}.\n"""\n'
             f"GPU = {gpu!r}\nSOURCE = {source!r}\n"
             f"#: The GEMM chapter's last WMMA rung (L2 flushed), from that chapter's recorded run on this GPU.\n"
@@ -485,18 +485,18 @@ def recorded_module_text(records: Sequence[Record], gpu: str, source: str, wmma_
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Regenerate kernels/hopper_recorded.py from a benchmark's JSON: SOURCE GPU."""
+    """Regenerate kernels/chapters/hopper/recorded.py from a benchmark's JSON: SOURCE GPU."""
     import sys
 
     args = list(sys.argv[1:] if argv is None else argv)
     if len(args) != 2:
-        print("usage: python -m kernels.hopper_bench benchmarks/results/bench_hopper_<gpu>.json 'NVIDIA H200'",
-              file=sys.stderr)
+        print("usage: python -m kernels.chapters.hopper.bench benchmarks/results/bench_hopper_<gpu>.json "
+              "'NVIDIA H200'", file=sys.stderr)
         return 2
-    from .hopper_recorded import WMMA_RUNG
+    from .recorded import WMMA_RUNG
 
     source, gpu = args
-    target = Path(__file__).with_name("hopper_recorded.py")
+    target = Path(__file__).with_name("recorded.py")
     target.write_text(recorded_module_text(read_records(source), gpu, source, WMMA_RUNG))
     print(f"wrote {target.name} from {source}")
     return 0

@@ -1,0 +1,1 @@
+"""The "DRAM bursts" chapter: its figures and helpers are in ``diagrams``."""

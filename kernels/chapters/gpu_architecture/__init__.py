@@ -1,0 +1,1 @@
+"""The "GPU architecture" chapter: its figures are in ``diagrams``."""

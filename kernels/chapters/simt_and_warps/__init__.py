@@ -1,0 +1,1 @@
+"""The "SIMT and warps" chapter: its figures and models are in ``diagrams``."""
