@@ -1,6 +1,7 @@
 # make book      build the website into _build/html (creates .venv on first use)
 # make test      the full test suite as CI runs it: system packages, website build, CPU benchmark, pytest
 # make gpu-test  the GPU tests (pytest -m gpu) on a machine with a CUDA GPU and CuPy
+# make gpu-record  the GPU's record in benchmarks/results/: tests, speed targets, benchmarks (tools/gpu_record.py)
 # make sync      write book/<chapter>.ipynb from book/<chapter>.md
 # make check     is every chapter in sync and executed on a GPU with its current code?
 
@@ -12,7 +13,7 @@ STAMP := $(VENV)/.installed
 # pytest for GPU tests; override on a GPU machine without the venv: make gpu-test GPU_PYTHON=python3
 GPU_PYTHON ?= $(PY)
 
-.PHONY: book test gpu-test sync check system-packages compiler clean
+.PHONY: book test gpu-test gpu-record sync check system-packages compiler clean
 
 $(PY):
 	$(PYTHON3) -m venv $(VENV)
@@ -64,6 +65,9 @@ test: $(STAMP) system-packages book
 gpu-test:
 	$(GPU_PYTHON) -m pytest -q -m gpu; rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "no GPU tests collected"; exit 0; fi; exit $$rc
+
+gpu-record:
+	$(GPU_PYTHON) tools/gpu_record.py
 
 sync: $(STAMP)
 	$(PY) tools/notebooks.py sync
