@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
 import sys
 from dataclasses import asdict, dataclass, field
@@ -226,14 +225,15 @@ def gemm_rows(cp: Any, args: argparse.Namespace) -> list[Row]:
         b = cp.random.random((n, n), dtype=cp.float32).astype(dtype)
         c = cp.full((n, n), cp.nan, cp.float32)
         kernel(a, b, c, n, n, n)
-        reference = cp.matmul(a.astype(cp.float64), b.astype(cp.float64))
+        a64, b64 = a.astype(cp.float64), b.astype(cp.float64)
+        reference = cp.matmul(a64, b64)
         # |c - AB| <= gamma_{K+2} (|A| |B|) elementwise (Higham, eq. 3.5); tensor cores may truncate
         # instead of rounding, which doubles the unit roundoff (see kernels.gemm.fp16_tolerance)
         tol = gamma(n + 2, FLOAT32_U if dtype == cp.float32 else 2 * FLOAT32_U)
-        err = float(cp.max(cp.abs(c - reference) / cp.matmul(cp.abs(a.astype(cp.float64)), cp.abs(b.astype(cp.float64)))))
+        err = float(cp.max(cp.abs(c - reference) / cp.matmul(cp.abs(a64), cp.abs(b64))))
         if not err <= tol:
             raise AssertionError(f"gemm: {kernel.label} relative error {err:.2e} above {tol:.2e}")
-        del reference
+        del reference, a64, b64
         row = Row("gemm", f"{n}^3 {cp.dtype(dtype).name}", kernel.label, yardstick, "%", goal)
         time_pair(row, lambda kernel=kernel, a=a, b=b, c=c: kernel(a, b, c, n, n, n), lambda a=a, b=b: cp.matmul(a, b),
                   args.rounds, args.warmup, args.repeat)

@@ -16,11 +16,12 @@ import numpy as np
 import pytest
 
 from kernels.chapters import gemm as g
-from kernels.nvrtc import compile_cuda, nvrtc_available, reports_in_fresh_process
+from kernels.nvrtc import compile_cuda, nvrtc_available
 from kernels.occupancy import GpuLimits
 from kernels.signature import find_functions
 from kernels.sources import name_expressions_in, source
 from tooling.cuda_snippets import min_arch_in
+from tooling.fresh_reports import fresh_reports
 
 ROOT = Path(__file__).resolve().parents[1]
 CHAPTER = ROOT / "book" / "gemm.md"
@@ -65,21 +66,19 @@ def _builds_for(filename: str, arch: str) -> bool:
 
 
 @pytest.fixture(scope="module")
-def fresh_reports() -> dict[tuple[str, str], dict]:
-    """Every file's ptxas reports per architecture, compiled by one fresh process: late in a full run,
-    NVRTC once gave a kernel at its register cap a 4-byte spill (kernels.nvrtc.reports_in_fresh_process)."""
-    builds = [(f, a) for f in KERNEL_FILES for a in ARCHS if _builds_for(f, a)]
-    jobs = [(source(f"gemm/{f}"), a, (), name_expressions_in(source(f"gemm/{f}")), f"gemm/{f}") for f, a in builds]
-    return dict(zip(builds, reports_in_fresh_process(jobs)))
+def spill_reports() -> dict[tuple[str, str], dict]:
+    """Compared exactly, so compiled in fresh processes (tooling.fresh_reports says why)."""
+    return fresh_reports([f"gemm/{f}" for f in KERNEL_FILES], ARCHS,
+                         builds=lambda path, arch: _builds_for(path.removeprefix("gemm/"), arch))
 
 
 @needs_nvrtc
 @pytest.mark.parametrize("arch", ARCHS)
 @pytest.mark.parametrize("filename", KERNEL_FILES)
-def test_no_spills_and_no_stack(filename, arch, fresh_reports):
+def test_no_spills_and_no_stack(filename, arch, spill_reports):
     if not _builds_for(filename, arch):
         pytest.skip(f"{filename} needs {min_arch_in(source(f'gemm/{filename}'))}")
-    reports = fresh_reports[(filename, arch)]
+    reports = spill_reports[(f"gemm/{filename}", arch)]
     assert reports
     for name, report in reports.items():
         assert report.spill_store_bytes == 0 and report.spill_load_bytes == 0, (name, report)

@@ -6,7 +6,7 @@ so that such a test fails only when the source changed, never by chance.
 """
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from kernels.nvrtc import reports_in_fresh_process
 from kernels.resources import ResourceReport
@@ -15,12 +15,12 @@ from kernels.sources import name_expressions_in, source
 Reports = dict[tuple[str, str], dict[str, ResourceReport]]
 
 
-def fresh_reports(paths: Sequence[str], archs: Sequence[str],
-                  name_expressions: Sequence[str] | None = None) -> Reports:
-    """{(path, arch): {kernel: report}} for every path (under kernels/cuda/) and arch, compiled in fresh
-    processes (one per CPU, all jobs at once). ``name_expressions`` replaces the files' own
-    ``// name_expressions:`` lines when given."""
-    keys = [(path, arch) for path in paths for arch in archs]
+def fresh_reports(paths: Sequence[str], archs: Sequence[str], name_expressions: Sequence[str] | None = None,
+                  builds: Callable[[str, str], bool] = lambda path, arch: True) -> Reports:
+    """{(path, arch): {kernel: report}} for every path (under kernels/cuda/) and arch that ``builds``
+    accepts, compiled in fresh processes (one per CPU, all jobs at once). ``name_expressions`` replaces
+    the files' own ``// name_expressions:`` lines when given."""
+    keys = [(path, arch) for path in paths for arch in archs if builds(path, arch)]
     jobs = [(source(path), arch, (),
              tuple(name_expressions) if name_expressions is not None else name_expressions_in(source(path)), path)
             for path, arch in keys]
