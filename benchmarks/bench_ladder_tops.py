@@ -48,10 +48,14 @@ TRANSPOSE_SHAPES = ((8192, 8192), (1000, 50000), (8196, 8196))
 SOFTMAX_SHAPES = ((65536, 4096), (4096, 32768), (2**20, 128))
 GEMM_SIZE = 4096
 # --candidates: alternatives the chapters do not launch, timed the same way, to show what a rule
-# that picked per GPU would gain (a bigger scan tile, a shorter transpose strip, smaller softmax blocks)
+# that picked per GPU would gain (a bigger scan tile, a shorter transpose strip, the strip moved in
+# 16-byte pieces, smaller softmax blocks), and for the short softmax rows how fast a copy of the same
+# bytes is (torch's softmax and ours against the copy: the ceiling both run into)
 SCAN_CANDIDATES = ((128, 64), (256, 40))
-STRIP_CANDIDATES = ((128, 8), (96, 8))
+STRIP = "transpose_aligned_strip"
+STRIP_CANDIDATES = ((STRIP, 128, 8), (f"{STRIP}_vec4", 128, 8), (f"{STRIP}_vec4", 256, 16))
 SOFTMAX_WARP_THREADS = (64, 128)
+SOFTMAX_CEILING_COLS = 128
 
 
 @dataclass
@@ -154,8 +158,9 @@ def transpose_rows(cp: Any, args: argparse.Namespace) -> list[Row]:
     for rows, cols in TRANSPOSE_SHAPES:
         a = cp.random.random((rows, cols), dtype=cp.float32)
         out, copy = cp.empty((cols, rows), cp.float32), cp.empty_like(a)
-        for (strip_rows, rows_per_pass), candidate in variants(((256, 16),), STRIP_CANDIDATES, args):
-            name = f"transpose_aligned_strip<32, {strip_rows}, {rows_per_pass}>"
+        for (kernel_name, strip_rows, rows_per_pass), candidate in variants(((STRIP, 256, 16),), STRIP_CANDIDATES,
+                                                                             args):
+            name = f"{kernel_name}<32, {strip_rows}, {rows_per_pass}>"
             strip = kernels.load_kernel("coalescing/transpose_stores.cu", name)
             launch = strip_launch(rows, cols, 32, strip_rows, rows_per_pass)
 
@@ -167,7 +172,7 @@ def transpose_rows(cp: Any, args: argparse.Namespace) -> list[Row]:
             if not bool(cp.array_equal(out, a.T)):
                 raise AssertionError(f"transpose: {name} wrong at {rows} x {cols}")
             row = Row("transpose", f"{rows} x {cols}", name, "copy of the same bytes", "%", 90.0, candidate,
-                      f"<32, {strip_rows}, {rows_per_pass}>")
+                      f"{'vec4 ' if kernel_name != STRIP else ''}<32, {strip_rows}, {rows_per_pass}>")
             time_pair(row, run, lambda a=a, copy=copy: cp.copyto(copy, a), args.rounds, args.warmup, args.repeat)
             rows_out.append(row)
         del a, out, copy
@@ -205,6 +210,15 @@ def softmax_rows(cp: Any, args: argparse.Namespace) -> list[Row]:
             time_pair(row, lambda kernel=kernel, x=x, y=y: kernel(x, y), library, args.rounds, args.warmup,
                       args.repeat)
             rows_out.append(row)
+        if args.candidates and cols == SOFTMAX_CEILING_COLS:
+            copy = cp.empty_like(x)
+            chapter = sm.Softmax(chosen)
+            for label, fn in ((f"{chosen.label}", lambda: chapter(x, y)), (name, library)):
+                row = Row("softmax", shape, label, "copy of the same bytes", "%", 100.0, True,
+                          f"{'torch' if fn is library else 'ours'} vs copy")
+                time_pair(row, fn, lambda copy=copy, x=x: cp.copyto(copy, x), args.rounds, args.warmup, args.repeat)
+                rows_out.append(row)
+            del copy
         del x, y, reference
     return rows_out
 

@@ -21,8 +21,10 @@ ARCHS = ["sm_75", "sm_90"]
 TILED = [f"transpose_tiled<{t}, {r}, {p}>" for t, r, p in [
     (32, 8, 0), (32, 8, 1), (16, 4, 1), (16, 8, 1), (16, 16, 1), (32, 4, 1), (32, 16, 1), (32, 32, 1),
     (64, 4, 1), (64, 8, 1), (64, 16, 1), (16, 2, 1), (16, 1, 1), (32, 2, 1)]]
-# transpose_aligned_strip<T, S, R> of transpose_stores.cu: (T, S, R).
+# transpose_aligned_strip<T, S, R> of transpose_stores.cu: (T, S, R); its 16-byte twin
+# transpose_aligned_strip_vec4 has the same instantiations but <32, 128, 8> first.
 STRIPS = [(32, 256, 16), (32, 128, 8)]
+STRIP_KERNELS = ["transpose_aligned_strip", "transpose_aligned_strip_vec4"]
 
 KERNELS = {
     "access_patterns.cu": ["copy_strided", "copy_offset"],
@@ -30,7 +32,7 @@ KERNELS = {
     "matmul_naive.cu": ["matmul_naive", "matmul_swapped"],
     "transpose.cu": ["copy_tiled", "transpose_naive", *TILED],
     "transpose_stores.cu": [f"transpose_store_pattern<{t}, 8>" for t in (32, 64)]
-                           + [f"transpose_aligned_strip<{t}, {s}, {r}>" for t, s, r in STRIPS],
+                           + [f"{name}<{t}, {s}, {r}>" for name in STRIP_KERNELS for t, s, r in STRIPS],
     "gemv.cu": ["gemv_thread_per_row", "gemv_warp_per_row"],
     "read_modify_write.cu": ["add_one_offset", "add_one_strided"],
 }
@@ -78,10 +80,11 @@ def test_aligned_strip_has_eight_halo_rows(arch):
     """tile[S + 8][T + 1]: (256 + 8) x 33 x 4 = 34848 bytes for the chapter's <32, 256, 16>, under the
     48 KB of static shared memory a block may declare (so it also runs on a T4)."""
     r = compiled("transpose_stores.cu", arch).resources
-    for t, s, rows_per_pass in STRIPS:
-        shared = r[f"transpose_aligned_strip<{t}, {s}, {rows_per_pass}>"].shared_bytes
-        assert shared == (s + 8) * (t + 1) * 4
-        assert shared <= 48 * 1024
+    for name in STRIP_KERNELS:
+        for t, s, rows_per_pass in STRIPS:
+            shared = r[f"{name}<{t}, {s}, {rows_per_pass}>"].shared_bytes
+            assert shared == (s + 8) * (t + 1) * 4, name
+            assert shared <= 48 * 1024
     assert r["transpose_aligned_strip<32, 256, 16>"].shared_bytes == 34848
     assert r["transpose_store_pattern<32, 8>"].shared_bytes == 0
 

@@ -26,10 +26,11 @@ TILED = [tuple(int(v) for v in re.findall(r"-?\d+", expr))
 # lists, as (name, template arguments). Its kernels compute each output row's misalignment from the
 # row's address, so the shapes add numbers of rows that are not multiples of 8 (every misalignment
 # 0..7 occurs for 7 rows) and fewer than 8.
-STORES = [(expr.split("<")[0], tuple(int(v) for v in re.findall(r"-?\d+", expr)))
+STORES = [(expr.split("<")[0], tuple(int(v) for v in re.findall(r"-?\d+", expr.split("<", 1)[1])))
           for expr in name_expressions_in(source("coalescing/transpose_stores.cu"))]
 STORE_SHAPES = [*SHAPES, (9, 5), (7, 300), (300, 7), (2, 3), (61, 19)]
-STRIPS = [args for name, args in STORES if name == "transpose_aligned_strip"]       # (T, S, R)
+# (kernel, (T, S, R)): transpose_aligned_strip and its 16-byte twin transpose_aligned_strip_vec4
+STRIPS = [(name, args) for name, args in STORES if name.startswith("transpose_aligned_strip")]
 
 
 def strip_shapes(strip):
@@ -37,8 +38,9 @@ def strip_shapes(strip):
     and for this strip's S: just above S (the last block row holds 1..7 input rows, and its shifted
     windows start in the rows before, its halo) and just below S (one block row holds every input
     row; the extra block row of the grid writes the last columns of the misaligned output rows)."""
-    T, S, R = strip
-    extra = [(257, 5), (263, 33), (250, 40), (S + 1, 5), (S + 7, 33), (S - 6, 40), (2 * S + 3, 9)]
+    T, S, R = strip[1]
+    # cols % 4 == 0 (40, 36, 300) takes the 16-byte loads of transpose_aligned_strip_vec4
+    extra = [(257, 5), (263, 33), (250, 40), (S + 1, 5), (S + 7, 33), (S - 6, 40), (2 * S + 3, 9), (61, 36)]
     return [*STORE_SHAPES, *(shape for shape in dict.fromkeys(extra) if shape not in STORE_SHAPES)]
 
 
@@ -48,9 +50,10 @@ def strip_cases():
     for strip in STRIPS:
         for shape in strip_shapes(strip):
             if hasattr(shape, "marks"):    # a gpu_only(...) parameter
-                cases.append(pytest.param(strip, *shape.values, marks=shape.marks, id=f"{strip}-{shape.values[0]}"))
+                cases.append(pytest.param(strip, *shape.values, marks=shape.marks,
+                                          id=f"{strip[0]}{strip[1]}-{shape.values[0]}"))
             else:
-                cases.append(pytest.param(strip, shape, id=f"{strip}-{shape}"))
+                cases.append(pytest.param(strip, shape, id=f"{strip[0]}{strip[1]}-{shape}"))
     return cases
 
 
@@ -143,7 +146,7 @@ def test_transpose_tiled(k, shape, tile, rows_per_pass, pad):
 
 def _launch_strip(k, kernel, strip, a, out, grid_rows, strips_along_x=0):
     """Launch with ceil(grid_rows / S) strips, in either grid order (the kernel's last argument)."""
-    T, S, R = strip
+    T, S, R = strip[1]
     rows, cols = a.shape
     strips, column_blocks = k.ceil_div(grid_rows, S), k.ceil_div(cols, T)
     grid = (strips, column_blocks) if strips_along_x else (column_blocks, strips)
@@ -155,12 +158,29 @@ def _launch_strip(k, kernel, strip, a, out, grid_rows, strips_along_x=0):
 def test_transpose_aligned_strip(k, strip, shape, strips_along_x):
     """Tall strips with each output row's window shifted to whole sectors; one more strip in the grid,
     which may be laid out either way round."""
-    T, S, R = strip
-    kernel = k.load_kernel("coalescing/transpose_stores.cu", f"transpose_aligned_strip<{T}, {S}, {R}>")
+    name, (T, S, R) = strip
+    kernel = k.load_kernel("coalescing/transpose_stores.cu", f"{name}<{T}, {S}, {R}>")
     rows, cols = shape
     report = k.check(lambda a, out: _launch_strip(k, kernel, strip, a, out, rows + 7, strips_along_x),
                      lambda a: a.T, inputs={"a": k.rand(shape)}, outputs={"out": ((cols, rows), np.float32)}, tol=0)
     assert report, str(report)
+
+
+@pytest.mark.parametrize("shape", [(61, 36), (9, 300), *gpu_only((1000, 776))])
+def test_vec4_strip_reads_an_unaligned_input_one_float_at_a_time(k, shape):
+    """cols % 4 == 0, but the input starts 4 bytes past a 16-byte boundary (a view one float into a
+    buffer): the float4 loads would be misaligned, so the kernel must take its one-float path."""
+    from kernels.chapters.coalescing import strip_launch
+
+    kernel = k.load_kernel("coalescing/transpose_stores.cu", "transpose_aligned_strip_vec4<32, 128, 8>")
+    rows, cols = shape
+    xp = k.xp
+    values = np.random.default_rng(7).random(rows * cols + 1, dtype=np.float32)
+    a = xp.asarray(values)[1:].reshape(rows, cols)
+    out = xp.full((cols, rows), np.nan, dtype=np.float32)
+    launch = strip_launch(rows, cols, 32, 128, 8)
+    kernel(launch.grid, launch.block, (a, out, rows, cols, launch.strips_along_x))
+    np.testing.assert_array_equal(xp.asnumpy(out), values[1:].reshape(rows, cols).T)
 
 
 @pytest.mark.parametrize("shape", [(1, 1), (300, 7), (7, 300), (1000, 777), (263, 4097), (4097, 33)])
@@ -184,8 +204,8 @@ def test_aligned_strip_needs_the_extra_block_row(k, strip):
     one strip then covers output columns -m .. S - 1 - m, which misses column S - 2 when m >= 2.
     The grid ceil((rows + 7) / S) adds the block row that writes them.
     """
-    T, S, R = strip
-    kernel = k.load_kernel("coalescing/transpose_stores.cu", f"transpose_aligned_strip<{T}, {S}, {R}>")
+    name, (T, S, R) = strip
+    kernel = k.load_kernel("coalescing/transpose_stores.cu", f"{name}<{T}, {S}, {R}>")
     shape = rows, cols = S - 1, 8
     assert k.ceil_div(rows, S) < k.ceil_div(rows + 7, S)
     short = k.check(lambda a, out: _launch_strip(k, kernel, strip, a, out, rows), lambda a: a.T,
@@ -214,9 +234,11 @@ def test_transpose_store_pattern(k, shape, tile, rows_per_pass):
 
 def test_every_transpose_stores_kernel_is_checked():
     """Every kernel of transpose_stores.cu is tested above, with every instantiation its name_expressions line lists."""
-    assert sorted({name for name, _ in STORES}) == ["transpose_aligned_strip", "transpose_store_pattern"]
-    assert STRIPS and (32, 256, 16) in STRIPS
-    for T, S, R in STRIPS:   # the launch rules the tests (and the benchmark) rely on
+    assert sorted({name for name, _ in STORES}) == ["transpose_aligned_strip", "transpose_aligned_strip_vec4",
+                                                     "transpose_store_pattern"]
+    assert ("transpose_aligned_strip", (32, 256, 16)) in STRIPS
+    assert ("transpose_aligned_strip_vec4", (32, 128, 8)) in STRIPS
+    for _, (T, S, R) in STRIPS:   # the launch rules the tests (and the benchmark) rely on
         assert T % 32 == 0 and S % 32 == 0 and T * R % 32 == 0 and T * R <= 1024, (T, S, R)
 
 

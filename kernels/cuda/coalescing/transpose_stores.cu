@@ -75,8 +75,26 @@
 // (32 consecutive rows) touches 32 different banks. Each element is stored to shared memory on its
 // own.
 //
+// transpose_aligned_strip_vec4<T, S, R> is the same kernel (blocks, grid, halo, shifted windows)
+// moving 16 bytes at a time: phase 1 loads each input row's T floats as T / 4 float4 (when cols % 4
+// == 0 and the input is 16-byte aligned; otherwise one float at a time, as above), phase 2 stores
+// each window as float4 (a window starts on a 32-byte sector, so each of its float4 is 16-byte
+// aligned; a float4 that would cross the row's first or last column is stored one float at a time).
+// It issues a quarter of the global load and store instructions. That matters where the
+// instructions, not DRAM alone, set the pace: on an H200 (as fast as an H100 in instructions, 43 %
+// faster in DRAM bandwidth by the datasheets), Nsight Compute put transpose_aligned_strip<32, 128,
+// 8> at 8192 x 8192 at 71 % of the SMs' peak throughput beside 72 % of DRAM's
+// (benchmarks/results/ncu_ladder_tops_h200.txt). Reading the 4 consecutive tile rows of one float4
+// costs 4-way bank conflicts (at pitch T + 1, rows 4 apart share a bank); the global instructions
+// it saves are worth more. In the table recorded on an NVIDIA H200 by
+// benchmarks/bench_ladder_tops.py --candidates (benchmarks/results/ladder_tops_h200.txt; a copy of
+// the same bytes timed in the same run, L2 flushed and back to back; 8192 x 8192, 1000 x 50000,
+// 8196 x 8196) transpose_aligned_strip_vec4<32, 256, 16> reached 90.7 to 92.8 % of the copy and
+// <32, 128, 8> 90.3 to 93.2 %, where transpose_aligned_strip<32, 256, 16> reached 85.8 to 87.9 %.
+//
 // name_expressions: transpose_store_pattern<32, 8>, transpose_store_pattern<64, 8>
 // name_expressions: transpose_aligned_strip<32, 256, 16>, transpose_aligned_strip<32, 128, 8>
+// name_expressions: transpose_aligned_strip_vec4<32, 128, 8>, transpose_aligned_strip_vec4<32, 256, 16>
 
 template <int T, int R>
 __global__ void transpose_store_pattern(float* __restrict__ out, int rows, int cols)
@@ -116,6 +134,61 @@ __global__ void transpose_aligned_strip(const float* __restrict__ in, float* __r
         for (int i = lane; i < S; i += 32) {
             const int oc = base + i;
             if (oc >= 0 && oc < rows) row[oc] = tile[i - m + H][j];
+        }
+    }
+}
+
+template <int T, int S, int R>
+__global__ void transpose_aligned_strip_vec4(const float* __restrict__ in, float* __restrict__ out, int rows,
+                                             int cols, int strips_along_x)
+{
+    constexpr int H = 8;                                   // floats per 32-byte sector
+    constexpr int PER_ROW = T / 4;                         // float4 per tile row
+    constexpr int ROWS_PER_PASS = T * R / PER_ROW;
+    static_assert(T % 32 == 0 && S % 32 == 0 && (T * R) % PER_ROW == 0, "bad configuration");
+    __shared__ float tile[S + H][T + 1];
+    const int col_block = strips_along_x ? blockIdx.y : blockIdx.x;
+    const int strip = strips_along_x ? blockIdx.x : blockIdx.y;
+    const int r0 = strip * S - H;                          // first input row held: H rows of halo
+    const int t = threadIdx.y * T + threadIdx.x;
+    if (cols % 4 == 0 && ((unsigned long long)in & 15) == 0) {
+        const int q = 4 * (t % PER_ROW);                   // this thread's 4 columns of the tile
+        const int c = col_block * T + q;                   // cols % 4 == 0: all 4 or none inside
+        for (int k = t / PER_ROW; k < S + H; k += ROWS_PER_PASS) {
+            const int r = r0 + k;
+            if (r >= 0 && r < rows && c < cols) {
+                const float4 v = __ldg(reinterpret_cast<const float4*>(in + (long long)r * cols + c));
+                tile[k][q] = v.x; tile[k][q + 1] = v.y; tile[k][q + 2] = v.z; tile[k][q + 3] = v.w;
+            }
+        }
+    } else {
+        const int c = col_block * T + threadIdx.x;
+        for (int k = threadIdx.y; k < S + H; k += R) {
+            const int r = r0 + k;
+            if (r >= 0 && r < rows && c < cols) tile[k][threadIdx.x] = in[(long long)r * cols + c];
+        }
+    }
+    __syncthreads();
+    const int lane = t % 32, warp = t / 32;
+    constexpr int WARPS = T * R / 32;
+    for (int j = warp; j < T; j += WARPS) {                // one output row per warp at a time
+        const int orow = col_block * T + j;
+        if (orow >= cols) break;
+        float* row = out + (long long)orow * rows;
+        const int m = (int)(((unsigned long long)row / sizeof(float)) % H);   // floats past a sector start
+        const int base = strip * S - m;                    // starts a sector: row + base is 32-byte aligned
+#pragma unroll
+        for (int i = 4 * lane; i < S; i += 128) {
+            const int oc = base + i;
+            const int s = i - m + H;
+            if (oc >= 0 && oc + 3 < rows) {
+                *reinterpret_cast<float4*>(row + oc) = make_float4(tile[s][j], tile[s + 1][j], tile[s + 2][j],
+                                                                   tile[s + 3][j]);
+            } else {
+#pragma unroll
+                for (int e = 0; e < 4; ++e)
+                    if (oc + e >= 0 && oc + e < rows) row[oc + e] = tile[s + e][j];
+            }
         }
     }
 }
