@@ -51,7 +51,11 @@ GEMM_SIZE = 4096
 # that picked per GPU would gain (a bigger scan tile, a shorter transpose strip, the strip moved in
 # 16-byte pieces, smaller softmax blocks), and for the short softmax rows how fast a copy of the same
 # bytes is (torch's softmax and ours against the copy: the ceiling both run into)
-SCAN_CANDIDATES = ((128, 64), (256, 40))
+# scan: (kernel, threads, items, (wait_ns, poll_ns) or None for v2)
+SCAN_CHAPTER = ("single_pass_scan_v2", 128, 32, None)
+SCAN_CANDIDATES = (("single_pass_scan_v2", 128, 64, None), ("single_pass_scan_v2", 256, 40, None),
+                   *(("single_pass_scan_backoff", t, i, (w, p)) for t, i, w, p in
+                     ((256, 32, 0, 0), (256, 32, 2400, 0), (256, 32, 3200, 650), (128, 32, 3200, 650))))
 STRIP = "transpose_aligned_strip"
 STRIP_CANDIDATES = ((STRIP, 128, 8), (f"{STRIP}_vec4", 128, 8), (f"{STRIP}_vec4", 256, 16))
 SOFTMAX_WARP_THREADS = (64, 128)
@@ -136,19 +140,67 @@ def scan_rows(cp: Any, args: argparse.Namespace) -> list[Row]:
     y, copy = cp.empty_like(x), cp.empty_like(x)
     expected = cp.cumsum(x, dtype=cp.int32)
     rows_out = []
-    for (threads, items), candidate in variants(((128, 32),), SCAN_CANDIDATES, args):
-        name = f"single_pass_scan_v2<int, {threads}, {items}>"
-        scan = sc.SinglePassScanV2(n, np.int32, threads, items)
+    for (kernel_name, threads, items, sleeps), candidate in variants((SCAN_CHAPTER,), SCAN_CANDIDATES, args):
+        if sleeps is None:
+            name = f"{kernel_name}<int, {threads}, {items}>"
+            scan = sc.SinglePassScanV2(n, np.int32, threads, items)
+            variant = f"{threads} x {items}"
+        else:
+            name = f"{kernel_name}<int, {threads}, {items}, {sleeps[0]}, {sleeps[1]}>"
+            scan = sc.SinglePassScanBackoff(n, np.int32, threads, items, *sleeps)
+            variant = f"backoff {threads}x{items} {sleeps[0]}/{sleeps[1]} ns"
         y.fill(0)
         scan(x, y)
         if not bool(cp.array_equal(y, expected)):
             raise AssertionError(f"scan: {name} differs from cupy.cumsum")
-        row = Row("scan", "2^28 int32", name, "copy of the same bytes", "%", 80.0, candidate,
-                  f"{threads} x {items}")
+        row = Row("scan", "2^28 int32", name, "copy of the same bytes", "%", 80.0, candidate, variant)
         time_pair(row, lambda scan=scan: scan(x, y), lambda: cp.copyto(copy, x), args.rounds, args.warmup,
                   args.repeat)
         rows_out.append(row)
+    if args.candidates:
+        rows_out += library_scan_rows(cp, x, y, copy, expected, args)
     return rows_out
+
+
+def library_scan_rows(cp: Any, x: Any, y: Any, copy: Any, expected: Any, args: argparse.Namespace) -> list[Row]:
+    """CUB's single-pass scan (DeviceScan::InclusiveSum) against the copy, two ways in: CuPy with its
+    CUB accelerator switched on (plain ``cupy.cumsum`` does not use CUB) and ``torch.cumsum`` into an
+    int32 output. Either is left out, with a line saying why, where this machine lacks it."""
+    rows: list[Row] = []
+    try:
+        from cupy._core import _accelerator
+
+        before = _accelerator.get_routine_accelerators()
+        _accelerator.set_routine_accelerators(["cub"])
+        try:
+            y.fill(0)
+            cp.cumsum(x, dtype=cp.int32, out=y)
+            if not bool(cp.array_equal(y, expected)):
+                raise AssertionError("scan: cupy.cumsum with CUB differs from cupy.cumsum")
+            row = Row("scan", "2^28 int32", "cupy.cumsum, CUB accelerator", "copy of the same bytes", "%", 80.0,
+                      True, "CUB via cupy.cumsum")
+            time_pair(row, lambda: cp.cumsum(x, dtype=cp.int32, out=y), lambda: cp.copyto(copy, x), args.rounds,
+                      args.warmup, args.repeat)
+            rows.append(row)
+        finally:
+            _accelerator.set_routine_accelerators(before)
+    except (ImportError, AttributeError, ValueError, RuntimeError) as exc:
+        log(f"scan: CuPy's CUB accelerator is not usable here ({exc}); its row is left out")
+    try:
+        import torch
+    except ImportError:
+        log("scan: torch is not installed here; torch.cumsum's row is left out")
+        return rows
+    xt = torch.as_tensor(x, device="cuda")
+    yt = torch.empty_like(xt)
+    torch.cumsum(xt, 0, out=yt)
+    if not bool(cp.array_equal(cp.asarray(yt), expected)):
+        raise AssertionError("scan: torch.cumsum differs from cupy.cumsum")
+    row = Row("scan", "2^28 int32", "torch.cumsum (CUB)", "copy of the same bytes", "%", 80.0, True, "torch.cumsum")
+    time_pair(row, lambda: torch.cumsum(xt, 0, out=yt), lambda: cp.copyto(copy, x), args.rounds, args.warmup,
+              args.repeat)
+    rows.append(row)
+    return rows
 
 
 def transpose_rows(cp: Any, args: argparse.Namespace) -> list[Row]:

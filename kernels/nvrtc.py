@@ -204,8 +204,9 @@ def compile_cuda(code: str, arch: str = "sm_90", options: Sequence[str] = (),
     register/shared/spill report of every kernel, keyed by its name or name expression.
 
     Results are remembered per process (treat them as read-only): NVRTC 13 skips ptxas for a
-    program it has already compiled in this process and then returns an empty log, which would
-    lose the resource report the first compile printed.
+    program whose cubin it finds in CUDA's compute cache (one it built before, in this process or,
+    unless CUDA_CACHE_DISABLE=1, in an earlier one) and then returns an empty log, which would lose
+    the resource report the first compile printed.
     """
     return _compile_cached(code, arch, tuple(options), tuple(name_expressions), filename)
 
@@ -276,7 +277,10 @@ def _reports_in_one_process(jobs: Sequence[tuple[str, str, Sequence[str], Sequen
               "    out.append({k: dataclasses.asdict(r) for k, r in result.resources.items()})\n"
               "json.dump(out, sys.stdout)\n")
     package_root = str(Path(__file__).resolve().parents[1])
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [package_root, os.environ.get("PYTHONPATH")]))}
+    # CUDA_CACHE_DISABLE: NVRTC 13 takes a cubin it built before from CUDA's compute cache and then
+    # skips ptxas, leaving no report in the log; these processes exist for the report.
+    env = {**os.environ, "CUDA_CACHE_DISABLE": "1",
+           "PYTHONPATH": os.pathsep.join(filter(None, [package_root, os.environ.get("PYTHONPATH")]))}
     done = subprocess.run([sys.executable, "-c", script], input=payload, capture_output=True, text=True,
                           env=env, timeout=timeout_s)
     if done.returncode != 0:

@@ -9,6 +9,12 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 
+# NVRTC 13 keeps the cubins it builds in CUDA's compute cache (~/.nv/ComputeCache) and, on a hit, skips
+# ptxas, so the compile log holds no register/shared/spill report: the resource tests would then find
+# none on a machine that compiled the same kernels before (seen on a GPU machine: every ptxas report
+# empty after the first run). Tests compile with the cache off; set before any CUDA library loads.
+os.environ.setdefault("CUDA_CACHE_DISABLE", "1")
+
 
 @pytest.fixture(scope="session")
 def student_python() -> Path:

@@ -23,11 +23,12 @@ ARCHS = ["sm_75", "sm_90"]
 
 SINGLE_PASS = [f"single_pass_scan<int, {t}, {i}>" for t in (128, 256, 512) for i in (4, 8, 16)]
 SINGLE_PASS_V2 = [f"single_pass_scan_v2<int, {t}, {i}>" for t, i in sc.SINGLE_PASS_V2_CONFIGS]
+BACKOFF = [f"single_pass_scan_backoff<int, {t}, {i}, {w}, {p}>" for t, i, w, p in sc.SINGLE_PASS_BACKOFF_CONFIGS]
 KERNELS = {
     "basic_scans.cu": ["hillis_steele_scan", "blelloch_scan_float_temp", "blelloch_scan",
                        "blelloch_scan_padded", "block_scan_shfl"],
     "large_scan.cu": ["tile_scan", "add_tile_offsets", "single_pass_scan<float, 256, 8>", *SINGLE_PASS,
-                      *SINGLE_PASS_V2],
+                      *SINGLE_PASS_V2, *BACKOFF],
     "compact.cu": ["flag_positive", "scatter_kept"],
     "radix_sort.cu": ["radix_tile_counts", "radix_scatter"],
 }
@@ -59,7 +60,7 @@ def test_every_kernel_file_is_listed():
 
 def test_name_expressions_cover_the_sweep():
     assert set(name_expressions(source("scan/large_scan.cu"))) == {
-        "single_pass_scan<float, 256, 8>", *SINGLE_PASS, *SINGLE_PASS_V2}
+        "single_pass_scan<float, 256, 8>", *SINGLE_PASS, *SINGLE_PASS_V2, *BACKOFF}
 
 
 @needs_nvrtc

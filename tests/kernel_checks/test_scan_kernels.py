@@ -126,6 +126,37 @@ def test_single_pass_v2_wraps_and_repeats(k, threads, items):
         assert bool(cp.array_equal(y, expected))
 
 
+BACKOFF_SIZES = [1, 33, 8193, 100_003, *gpu_only(1_000_003, 4 * 2**20 + 7)]
+
+
+@pytest.mark.parametrize("threads,items,wait_ns,poll_ns", sc.SINGLE_PASS_BACKOFF_CONFIGS)
+@pytest.mark.parametrize("n", BACKOFF_SIZES)
+def test_single_pass_backoff_int(k, threads, items, wait_ns, poll_ns, n):
+    k.check(lambda x, n, y: sc.SinglePassScanBackoff(n, np.int32, threads, items, wait_ns, poll_ns)(x, y),
+            lambda x, n: sc.inclusive_scan(x),
+            inputs={"x": k.rand(n, np.int32, -1000, 1000), "n": n},
+            outputs={"y": (n, np.int32)}).raise_if_failed()
+
+
+def test_single_pass_backoff_wraps_repeats_and_reads_misaligned_views(k):
+    cp = k.xp
+    n = k.pick(gpu=4 * 2**20 + 7, cpu=100_003)         # int32 overflow: the sums must wrap
+    x = cp.random.randint(2**30, 2**31 - 1, n, dtype=cp.int32)
+    scan = sc.SinglePassScanBackoff(n, np.int32, 256, 32, 3200, 650)
+    expected = cp.asarray(sc.inclusive_scan(cp.asnumpy(x)).astype(np.int32))
+    y = cp.empty_like(x)
+    for _ in range(k.pick(gpu=10, cpu=3)):                                # state reset between launches
+        y.fill(-1)
+        scan(x, y)
+        assert bool(cp.array_equal(y, expected))
+    m = k.pick(gpu=1_000_003, cpu=100_003)
+    base = cp.random.randint(-1000, 1000, m + 1, dtype=cp.int32)
+    out = cp.zeros(m + 1, dtype=cp.int32)
+    sc.SinglePassScanBackoff(m, np.int32, 256, 32, 3200, 650)(base[1:], out[1:])   # the scalar path
+    assert bool(cp.array_equal(out[1:], cp.asarray(sc.inclusive_scan(cp.asnumpy(base[1:])).astype(np.int32))))
+    assert int(out[0]) == 0
+
+
 def test_single_pass_v2_misaligned_views(k):
     cp = k.xp
     n = k.pick(gpu=1_000_003, cpu=100_003)

@@ -24,6 +24,8 @@ SORT_TILE = 256 * 8         # keys per block in radix_sort.cu
 RADIX_BITS = 4
 # (threads, items) instantiated for single_pass_scan_v2 (its name_expressions lines)
 SINGLE_PASS_V2_CONFIGS = [(t, i) for t in (128, 256) for i in (8, 16, 24, 32)] + [(512, 8), (512, 16)]
+# (threads, items, wait_ns, poll_ns) instantiated for single_pass_scan_backoff (its name_expressions lines)
+SINGLE_PASS_BACKOFF_CONFIGS = [(256, 32, 0, 0), (256, 32, 2400, 0), (256, 32, 3200, 650), (128, 32, 3200, 650)]
 
 
 # ----------------------------------------------------------------------------- pure helpers
@@ -263,6 +265,27 @@ class SinglePassScanV2:
             return
         self.state.fill(0)
         self.kernel((self.tiles,), (self.threads,), (x, y, self.state, self.n))
+
+
+class SinglePassScanBackoff(SinglePassScanV2):
+    """Inclusive scan of an int32 array with single_pass_scan_backoff<int, threads, items, wait_ns,
+    poll_ns>: single_pass_scan_v2 that sleeps ``wait_ns`` nanoseconds between publishing a tile's
+    aggregate and its first poll (``poll_ns`` after each poll that must be repeated), and keeps the
+    tile in shared memory, not registers, during the look-back. Configurations:
+    SINGLE_PASS_BACKOFF_CONFIGS.
+    """
+
+    def __init__(self, n: int, dtype: Any = np.int32, threads: int = 256, items: int = 32, wait_ns: int = 3200,
+                 poll_ns: int = 650):
+        cp = _array_module()
+        from kernels import load_kernel
+
+        self.n, self.threads, self.items = int(n), threads, items
+        self.wait_ns, self.poll_ns = wait_ns, poll_ns
+        self.tiles = max(1, -(-self.n // (threads * items)))
+        self.kernel = load_kernel(
+            SCAN_FILE, f"single_pass_scan_backoff<{_ctype(dtype)}, {threads}, {items}, {wait_ns}, {poll_ns}>")
+        self.state = cp.zeros(1 + self.tiles, dtype=cp.uint64)
 
 
 class ScanThenPropagate:

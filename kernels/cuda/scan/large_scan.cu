@@ -35,6 +35,13 @@
 // name_expressions: single_pass_scan_v2<int, 256, 8>, single_pass_scan_v2<int, 256, 16>
 // name_expressions: single_pass_scan_v2<int, 256, 24>, single_pass_scan_v2<int, 256, 32>
 // name_expressions: single_pass_scan_v2<int, 512, 8>, single_pass_scan_v2<int, 512, 16>
+//
+// single_pass_scan_backoff: v2 that waits before it looks back and keeps its tile in shared memory
+// (see the comment above it).
+// name_expressions: single_pass_scan_backoff<int, 256, 32, 0, 0>
+// name_expressions: single_pass_scan_backoff<int, 256, 32, 2400, 0>
+// name_expressions: single_pass_scan_backoff<int, 256, 32, 3200, 650>
+// name_expressions: single_pass_scan_backoff<int, 128, 32, 3200, 650>
 #include "scan/scan_common.cuh"
 
 #define STP_THREADS 256
@@ -314,6 +321,157 @@ single_pass_scan_v2(const T* __restrict__ x, T* __restrict__ y, unsigned long lo
     for (int c = 0; c < CHUNKS; ++c) {
         V v;
         v.x = items[4 * c]; v.y = items[4 * c + 1]; v.z = items[4 * c + 2]; v.w = items[4 * c + 3];
+        my[chunk_slot(lane * CHUNKS + c)] = v;
+    }
+    __syncwarp();
+    if (whole && ((unsigned long long)y & 15) == 0) {
+        V* yv = reinterpret_cast<V*>(y + wbase);
+#pragma unroll
+        for (int k = 0; k < CHUNKS; ++k) yv[k * 32 + lane] = my[chunk_slot(k * 32 + lane)];
+    } else {
+#pragma unroll
+        for (int k = 0; k < ITEMS; ++k) {
+            const int e = k * 32 + lane;
+            if (wbase + e < n) y[wbase + e] = my_scalar[e + 4 * k];
+        }
+    }
+}
+
+// ------------------------------------------------------------------- single_pass_scan_backoff
+//
+// single_pass_scan_v2 with two changes, for GPUs whose memory outruns v2's look-back (the H200):
+//   - Back off. After publishing its aggregate, warp 0 sleeps WAIT_NS nanoseconds (__nanosleep,
+//     compute capability 7.0 and later) before its first poll, and POLL_NS after every poll that
+//     finds a predecessor with nothing published. By then the predecessors have usually
+//     published, so one poll tends to do; polling at once keeps many warps reading status words
+//     over and over, in the same memory system the data streams need. CUB's decoupled look-back
+//     backs off the same way (its "L2 write latency" and per-poll delays, tuned per architecture).
+//   - Keep the tile in shared memory, not in registers, while warp 0 looks back: each thread
+//     re-reads its chunks from the staging area after the look-back, and __launch_bounds__ asks
+//     for 1536 / THREADS blocks per SM. Registers held across the wait are what limited v2's
+//     occupancy (56 registers, 9 blocks of 128 threads per SM on an H200); with 40 registers,
+//     6 blocks of 256 threads fit.
+// Data movement, status words, dynamic tile index, forward progress and the bounded spin are v2's.
+// look_back_backoff is look_back_v2 with the two sleeps added (look_back_v2 stays as the chapter
+// ran it); with WAIT_NS = POLL_NS = 0 the kernel shows the second change alone.
+// Recorded on an NVIDIA H200 by benchmarks/bench_ladder_tops.py --candidates (2^28 int32, against a
+// copy of the same bytes in the same run; benchmarks/results/ladder_tops_h200.txt), L2 flushed / back
+// to back: v2 <int, 128, 32> 69.9 / 70.1 %; <int, 256, 32, 0, 0> 76.7 / 76.5 %; <int, 256, 32,
+// 2400, 0> 81.9 / 81.8 %; <int, 256, 32, 3200, 650> 82.5 / 82.2 %; <int, 128, 32, 3200, 650> 79.8 /
+// 79.7 %. In exploratory runs the same day a first sleep of 6 us or more fell back to about 74 %.
+
+template <typename T, int WAIT_NS, int POLL_NS>
+__device__ __forceinline__ T look_back_backoff(unsigned long long* status, int tile, T tile_sum)
+{
+    const int lane = threadIdx.x & 31;
+    if (tile == 0) {
+        if (lane == 0) publish_v2(status, 0, FLAG_PREFIX, to_bits(tile_sum));
+        return T(0);
+    }
+    if (lane == 0) publish_v2(status, tile, FLAG_AGGREGATE, to_bits(tile_sum));
+    if (WAIT_NS > 0) __nanosleep(WAIT_NS);        // let the predecessors publish first
+    T before = T(0);
+    int nearest = tile - 1;                       // lane k inspects tile nearest - k
+    while (true) {
+        const int j = nearest - lane;
+        unsigned long long word;
+        unsigned int upto;                        // lanes 0 .. (nearest PREFIX, or 31)
+        bool found;
+        int spins = 0;
+        while (true) {
+            word = j >= 0 ? *(volatile unsigned long long*)(status + j) : (FLAG_PREFIX << 32);
+            const unsigned long long flag = word >> 32;
+            const unsigned int invalid = __ballot_sync(FULL_MASK, flag == FLAG_INVALID);
+            const unsigned int prefix = __ballot_sync(FULL_MASK, flag == FLAG_PREFIX);
+            found = prefix != 0;
+            upto = found ? (prefix ^ (prefix - 1)) : FULL_MASK;
+            if ((invalid & upto) == 0) break;
+            if (++spins == LOOK_BACK_SPIN_LIMIT) __trap();
+            if (POLL_NS > 0) __nanosleep(POLL_NS);
+        }
+        const T value = ((upto >> lane) & 1) ? from_bits<T>((unsigned int)word) : T(0);
+        before += warp_sum(value);
+        if (found) break;
+        nearest -= 32;
+    }
+    if (lane == 0) publish_v2(status, tile, FLAG_PREFIX, to_bits(before + tile_sum));
+    return before;
+}
+
+template <typename T, int THREADS, int ITEMS, int WAIT_NS, int POLL_NS>
+__global__ void __launch_bounds__(THREADS, 1536 / THREADS)
+single_pass_scan_backoff(const T* __restrict__ x, T* __restrict__ y, unsigned long long* state, int n)
+{
+    static_assert(ITEMS % 4 == 0 && THREADS % 32 == 0 && THREADS <= 1024, "bad configuration");
+    typedef typename Vec4<T>::type V;
+    constexpr int WARPS = THREADS / 32;
+    constexpr int TILE = THREADS * ITEMS;
+    constexpr int WARP_ITEMS = 32 * ITEMS;
+    constexpr int CHUNKS = ITEMS / 4;
+    constexpr int WARP_SLOTS = 32 * CHUNKS + 4 * CHUNKS;
+    __shared__ V stage[WARPS * WARP_SLOTS];
+    __shared__ T warp_totals[WARPS];
+    __shared__ int tile_index;
+    __shared__ T tile_prefix;
+
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    if (threadIdx.x == 0) tile_index = (int)atomicAdd(state, 1ull);   // dynamic tile index
+    __syncthreads();                                                   // barrier 1
+    const int tile = tile_index;
+    const long long wbase = (long long)tile * TILE + (long long)warp * WARP_ITEMS;
+    V* my = stage + warp * WARP_SLOTS;
+    T* my_scalar = reinterpret_cast<T*>(my);      // element e at e + 4 * (e / 32)
+    const bool whole = wbase + WARP_ITEMS <= n;
+
+    // Global -> shared, striped and coalesced, as v2.
+    if (whole && ((unsigned long long)x & 15) == 0) {
+        const V* xv = reinterpret_cast<const V*>(x + wbase);
+        V v[CHUNKS];
+#pragma unroll
+        for (int k = 0; k < CHUNKS; ++k) v[k] = xv[k * 32 + lane];        // all in flight
+#pragma unroll
+        for (int k = 0; k < CHUNKS; ++k) my[chunk_slot(k * 32 + lane)] = v[k];
+    } else {
+#pragma unroll
+        for (int k = 0; k < ITEMS; ++k) {
+            const int e = k * 32 + lane;
+            my_scalar[e + 4 * k] = wbase + e < n ? x[wbase + e] : T(0);
+        }
+    }
+    __syncwarp();
+
+    // The thread's sum from its chunks (blocked order), which stay in shared memory.
+    T thread_sum = T(0);
+#pragma unroll
+    for (int c = 0; c < CHUNKS; ++c) {
+        const V v = my[chunk_slot(lane * CHUNKS + c)];
+        thread_sum += (v.x + v.y) + (v.z + v.w);
+    }
+    const T inclusive = warp_inclusive_scan(thread_sum);
+    T thread_prefix = __shfl_up_sync(FULL_MASK, inclusive, 1);
+    if (lane == 0) thread_prefix = T(0);
+    if (lane == 31) warp_totals[warp] = inclusive;
+    __syncthreads();                                                   // barrier 2
+
+    const T total = lane < WARPS ? warp_totals[lane] : T(0);
+    const T totals_incl = warp_inclusive_scan(total);
+    const T tile_sum = __shfl_sync(FULL_MASK, totals_incl, WARPS - 1);
+    T totals_excl = __shfl_up_sync(FULL_MASK, totals_incl, 1);
+    if (lane == 0) totals_excl = T(0);
+    const T warp_prefix = __shfl_sync(FULL_MASK, totals_excl, warp);
+    if (warp == 0) {
+        const T before = look_back_backoff<T, WAIT_NS, POLL_NS>(state + 1, tile, tile_sum);
+        if (lane == 0) tile_prefix = before;
+    }
+    __syncthreads();                                                   // barrier 3
+
+    // Re-read the chunks, scan them in place, store them out striped.
+    T running = tile_prefix + warp_prefix + thread_prefix;
+#pragma unroll
+    for (int c = 0; c < CHUNKS; ++c) {
+        V v = my[chunk_slot(lane * CHUNKS + c)];
+        running += v.x; v.x = running; running += v.y; v.y = running;
+        running += v.z; v.z = running; running += v.w; v.w = running;
         my[chunk_slot(lane * CHUNKS + c)] = v;
     }
     __syncwarp();
