@@ -89,9 +89,10 @@
 // it saves are worth more. In the table recorded on an NVIDIA H200 by
 // benchmarks/bench_ladder_tops.py --candidates (benchmarks/results/ladder_tops_h200.txt; a copy of
 // the same bytes timed in the same run, L2 flushed and back to back; 8192 x 8192, 1000 x 50000,
-// 8196 x 8196) transpose_aligned_strip_vec4<32, 256, 16> reached 90.2 to 92.6 % of the copy and
-// <32, 128, 8> 90.3 to 93.4 %, where transpose_aligned_strip<32, 256, 16> reached 85.2 to 87.7 %.
-// The lowest points, at 8196 x 8196, clear the course's 90 % by less than half a point.
+// 8196 x 8196) transpose_aligned_strip_vec4<32, 256, 16> reached 89.2 to 92.0 % of the copy and
+// <32, 128, 8> 88.8 to 92.2 %, where transpose_aligned_strip<32, 256, 16> reached 84.4 to 87.1 %:
+// about 5 points more, which reaches the course's 90 % at 8192 x 8192 but not reliably at the other
+// two shapes.
 //
 // name_expressions: transpose_store_pattern<32, 8>, transpose_store_pattern<64, 8>
 // name_expressions: transpose_aligned_strip<32, 256, 16>, transpose_aligned_strip<32, 128, 8>
