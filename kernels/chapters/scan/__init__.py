@@ -275,6 +275,8 @@ class SinglePassScanBackoff(SinglePassScanV2):
     SINGLE_PASS_BACKOFF_CONFIGS.
     """
 
+    # Its own __init__ rather than a shared one: the scan chapter shows SinglePassScanV2's source
+    # (show_python) as its recorded run printed it.
     def __init__(self, n: int, dtype: Any = np.int32, threads: int = 256, items: int = 32, wait_ns: int = 3200,
                  poll_ns: int = 650):
         cp = _array_module()
