@@ -50,14 +50,15 @@ GEMM_SIZE = 4096
 # --candidates: alternatives the chapters do not launch, timed the same way, to show what a rule
 # that picked per GPU would gain (a bigger scan tile, a shorter transpose strip, the strip moved in
 # 16-byte pieces, smaller softmax blocks), and for the short softmax rows how fast a copy of the same
-# bytes is (torch's softmax and ours against the copy: the ceiling both run into)
+# bytes is (torch's softmax and ours against the copy: the ceiling both run into, and the DRAM-bursts
+# chapter's copy_vec4, one float4 per thread, against cupy.copyto: how far above it a kernel can go)
 # scan: (kernel, threads, items, (wait_ns, poll_ns) or None for v2)
 SCAN_CHAPTER = ("single_pass_scan_v2", 128, 32, None)
 SCAN_CANDIDATES = (("single_pass_scan_v2", 128, 64, None), ("single_pass_scan_v2", 256, 40, None),
                    *(("single_pass_scan_backoff", t, i, (w, p)) for t, i, w, p in
                      ((256, 32, 0, 0), (256, 32, 2400, 0), (256, 32, 3200, 650), (128, 32, 3200, 650))))
 STRIP = "transpose_aligned_strip"
-STRIP_CANDIDATES = ((STRIP, 128, 8), (f"{STRIP}_vec4", 128, 8), (f"{STRIP}_vec4", 256, 16))
+STRIP_CANDIDATES = ((STRIP, 128, 8), (f"{STRIP}_vec4", 128, 16), (f"{STRIP}_vec4", 64, 8))
 SOFTMAX_WARP_THREADS = (64, 128)
 SOFTMAX_CEILING_COLS = 128
 
@@ -265,9 +266,21 @@ def softmax_rows(cp: Any, args: argparse.Namespace) -> list[Row]:
         if args.candidates and cols == SOFTMAX_CEILING_COLS:
             copy = cp.empty_like(x)
             chapter = sm.Softmax(chosen)
-            for label, fn in ((f"{chosen.label}", lambda: chapter(x, y)), (name, library)):
-                row = Row("softmax", shape, label, "copy of the same bytes", "%", 100.0, True,
-                          f"{'torch' if fn is library else 'ours'} vs copy")
+            copy_vec4 = kernels.load_kernel("dram_bursts/copy_vec4.cu", "copy_vec4")
+            n = x.size
+            copy_blocks = kernels.ceil_div(n // 4, 256)
+
+            def vec4_copy(x=x, copy=copy) -> None:
+                copy_vec4((copy_blocks,), (256,), (x, copy, n))
+
+            copy.fill(cp.nan)
+            vec4_copy()
+            if not bool(cp.array_equal(copy, x)):
+                raise AssertionError("softmax: copy_vec4 wrong on the short rows")
+            for label, fn, variant in ((f"{chosen.label}", lambda: chapter(x, y), "ours vs copy"),
+                                       (name, library, "torch vs copy"),
+                                       ("copy_vec4, 1 float4 per thread", vec4_copy, "a copy kernel vs copy")):
+                row = Row("softmax", shape, label, "copy of the same bytes", "%", 100.0, True, variant)
                 time_pair(row, fn, lambda copy=copy, x=x: cp.copyto(copy, x), args.rounds, args.warmup, args.repeat)
                 rows_out.append(row)
             del copy

@@ -172,13 +172,13 @@ def test_vec4_strip_reads_an_unaligned_input_one_float_at_a_time(k, shape):
     buffer): the float4 loads would be misaligned, so the kernel must take its one-float path."""
     from kernels.chapters.coalescing import strip_launch
 
-    kernel = k.load_kernel("coalescing/transpose_stores.cu", "transpose_aligned_strip_vec4<32, 128, 8>")
+    kernel = k.load_kernel("coalescing/transpose_stores.cu", "transpose_aligned_strip_vec4<32, 128, 16>")
     rows, cols = shape
     xp = k.xp
     values = np.random.default_rng(7).random(rows * cols + 1, dtype=np.float32)
     a = xp.asarray(values)[1:].reshape(rows, cols)
     out = xp.full((cols, rows), np.nan, dtype=np.float32)
-    launch = strip_launch(rows, cols, 32, 128, 8)
+    launch = strip_launch(rows, cols, 32, 128, 16)
     kernel(launch.grid, launch.block, (a, out, rows, cols, launch.strips_along_x))
     np.testing.assert_array_equal(xp.asnumpy(out), values[1:].reshape(rows, cols).T)
 
@@ -237,7 +237,7 @@ def test_every_transpose_stores_kernel_is_checked():
     assert sorted({name for name, _ in STORES}) == ["transpose_aligned_strip", "transpose_aligned_strip_vec4",
                                                      "transpose_store_pattern"]
     assert ("transpose_aligned_strip", (32, 256, 16)) in STRIPS
-    assert ("transpose_aligned_strip_vec4", (32, 128, 8)) in STRIPS
+    assert ("transpose_aligned_strip_vec4", (32, 128, 16)) in STRIPS
     for _, (T, S, R) in STRIPS:   # the launch rules the tests (and the benchmark) rely on
         assert T % 32 == 0 and S % 32 == 0 and T * R % 32 == 0 and T * R <= 1024, (T, S, R)
 

@@ -76,27 +76,41 @@
 // own.
 //
 // transpose_aligned_strip_vec4<T, S, R> is the same kernel (blocks, grid, halo, shifted windows)
-// moving 16 bytes at a time: phase 1 loads each input row's T floats as T / 4 float4 (when cols % 4
-// == 0 and the input is 16-byte aligned; otherwise one float at a time, as above), phase 2 stores
-// each window as float4 (a window starts on a 32-byte sector, so each of its float4 is 16-byte
-// aligned; a float4 that would cross the row's first or last column is stored one float at a time).
-// It issues a quarter of the global load and store instructions. That matters where the
-// instructions, not DRAM alone, set the pace: on an H200 (as fast as an H100 in instructions, 43 %
-// faster in DRAM bandwidth by the datasheets), Nsight Compute put transpose_aligned_strip<32, 128,
-// 8> at 8192 x 8192 at 71 % of the SMs' peak throughput beside 72 % of DRAM's
-// (benchmarks/results/ncu_ladder_tops_h200.txt). Reading the 4 consecutive tile rows of one float4
-// costs 4-way bank conflicts (at pitch T + 1, rows 4 apart share a bank); the global instructions
-// it saves are worth more. In the table recorded on an NVIDIA H200 by
-// benchmarks/bench_ladder_tops.py --candidates (benchmarks/results/ladder_tops_h200.txt; a copy of
-// the same bytes timed in the same run, L2 flushed and back to back; 8192 x 8192, 1000 x 50000,
-// 8196 x 8196) transpose_aligned_strip_vec4<32, 256, 16> reached 89.2 to 92.0 % of the copy and
-// <32, 128, 8> 88.8 to 92.2 %, where transpose_aligned_strip<32, 256, 16> reached 84.4 to 87.1 %:
-// about 5 points more, which reaches the course's 90 % at 8192 x 8192 but not reliably at the other
-// two shapes.
+// tuned for a GPU whose DRAM outpaces its SMs' instruction issue, such as the H200 (the H100's SMs
+// and clocks, 43 % more DRAM bandwidth by the datasheets). On an H200 Nsight Compute put
+// transpose_aligned_strip<32, 128, 8> at 8192 x 8192 at 71 % of the SMs' peak throughput beside 72 %
+// of DRAM's (benchmarks/results/ncu_ladder_tops_h200.txt): the instructions, not DRAM alone, set the
+// pace. Three changes, each measured on an H200 in exploratory runs (a copy of the same bytes timed
+// in the same run; 8192 x 8192, 1000 x 50000, 8196 x 8196):
+//   - 16 bytes per load and store: phase 1 loads each input row's T floats as T / 4 float4 (when
+//     cols % 4 == 0 and the input is 16-byte aligned; otherwise one float at a time, as above),
+//     phase 2 stores each window as float4 (a window starts on a 32-byte sector, so each of its float4
+//     is 16-byte aligned; a float4 that would cross the row's first or last column is stored one
+//     float at a time). A quarter of the global instructions: from 83.5-87.1 % of the copy to
+//     90.1-92.3 % at <32, 256, 16> in one run (88.9 to 92.3 % over three). Reading the 4
+//     consecutive tile rows of one float4 costs 4-way bank conflicts (at pitch T + 1, rows 4 apart
+//     share a bank); the instructions saved are worth more, and a tile stored transposed and
+//     XOR-swizzled to avoid them was 1 to 3 points slower.
+//   - every load of phase 1 issued before the first is stored: each thread keeps its
+//     ceil((S + 8) / rows per pass) values in registers (unrolled, guarded), instead of a loop that
+//     waits for each load before issuing the next. More bytes in flight per SM.
+//   - __launch_bounds__(T * R, 2048 / (T * R)): the register budget that keeps 2048 threads per SM
+//     resident (32 registers). With the batched loads and no bound the compiler used 40 to 56 and
+//     fewer blocks fit: <32, 128, 16> at 3 blocks per SM ran about 4 points slower than at 4.
+// In the table recorded on the H200 by benchmarks/bench_ladder_tops.py --candidates
+// (benchmarks/results/ladder_tops_h200.txt, L2 flushed and back to back)
+// transpose_aligned_strip_vec4<32, 128, 16> (512 threads, 3 passes of 64 rows) reached 92.5 to 95.5 %
+// at the three shapes and <32, 64, 8> 91.1 to 95.0 %, where transpose_aligned_strip<32, 256, 16>
+// reached 85.1 to 87.5 %. <32, 256, 16> and <32, 128, 8> do not fit 32 registers with their 5
+// passes (they spill).
+// Where cols % 4 != 0 (scalar loads) it stays below 90 (exploratory): 83.5 to 91.3 % at 8192 x 8193,
+// 8191 x 8193 and 4097 x 4095, above the strip kernel's 80.4 to 87.6 % in the same run. Also tried:
+// loading only the halo rows the block's windows need (none when rows % 8 == 0): about level where
+// the loads are 16 bytes, and slower with scalar loads (more registers).
 //
 // name_expressions: transpose_store_pattern<32, 8>, transpose_store_pattern<64, 8>
 // name_expressions: transpose_aligned_strip<32, 256, 16>, transpose_aligned_strip<32, 128, 8>
-// name_expressions: transpose_aligned_strip_vec4<32, 128, 8>, transpose_aligned_strip_vec4<32, 256, 16>
+// name_expressions: transpose_aligned_strip_vec4<32, 128, 16>, transpose_aligned_strip_vec4<32, 64, 8>
 
 template <int T, int R>
 __global__ void transpose_store_pattern(float* __restrict__ out, int rows, int cols)
@@ -141,12 +155,15 @@ __global__ void transpose_aligned_strip(const float* __restrict__ in, float* __r
 }
 
 template <int T, int S, int R>
-__global__ void transpose_aligned_strip_vec4(const float* __restrict__ in, float* __restrict__ out, int rows,
-                                             int cols, int strips_along_x)
+__global__ void __launch_bounds__(T * R, 2048 / (T * R))
+transpose_aligned_strip_vec4(const float* __restrict__ in, float* __restrict__ out, int rows, int cols,
+                             int strips_along_x)
 {
     constexpr int H = 8;                                   // floats per 32-byte sector
     constexpr int PER_ROW = T / 4;                         // float4 per tile row
     constexpr int ROWS_PER_PASS = T * R / PER_ROW;
+    constexpr int PASSES = (S + H + ROWS_PER_PASS - 1) / ROWS_PER_PASS;    // float4 loads per thread
+    constexpr int SCALAR_PASSES = (S + H + R - 1) / R;                     // float loads per thread
     static_assert(T % 32 == 0 && S % 32 == 0 && (T * R) % PER_ROW == 0, "bad configuration");
     __shared__ float tile[S + H][T + 1];
     const int col_block = strips_along_x ? blockIdx.y : blockIdx.x;
@@ -156,18 +173,32 @@ __global__ void transpose_aligned_strip_vec4(const float* __restrict__ in, float
     if (cols % 4 == 0 && ((unsigned long long)in & 15) == 0) {
         const int q = 4 * (t % PER_ROW);                   // this thread's 4 columns of the tile
         const int c = col_block * T + q;                   // cols % 4 == 0: all 4 or none inside
-        for (int k = t / PER_ROW; k < S + H; k += ROWS_PER_PASS) {
-            const int r = r0 + k;
-            if (r >= 0 && r < rows && c < cols) {
-                const float4 v = __ldg(reinterpret_cast<const float4*>(in + (long long)r * cols + c));
-                tile[k][q] = v.x; tile[k][q + 1] = v.y; tile[k][q + 2] = v.z; tile[k][q + 3] = v.w;
+        float4 v[PASSES];                                  // every load issued before the first store
+#pragma unroll
+        for (int p = 0; p < PASSES; ++p) {
+            const int k = t / PER_ROW + p * ROWS_PER_PASS, r = r0 + k;
+            if (k < S + H && r >= 0 && r < rows && c < cols)
+                v[p] = __ldg(reinterpret_cast<const float4*>(in + (long long)r * cols + c));
+        }
+#pragma unroll
+        for (int p = 0; p < PASSES; ++p) {
+            const int k = t / PER_ROW + p * ROWS_PER_PASS, r = r0 + k;
+            if (k < S + H && r >= 0 && r < rows && c < cols) {
+                tile[k][q] = v[p].x; tile[k][q + 1] = v[p].y; tile[k][q + 2] = v[p].z; tile[k][q + 3] = v[p].w;
             }
         }
     } else {
         const int c = col_block * T + threadIdx.x;
-        for (int k = threadIdx.y; k < S + H; k += R) {
-            const int r = r0 + k;
-            if (r >= 0 && r < rows && c < cols) tile[k][threadIdx.x] = in[(long long)r * cols + c];
+        float v[SCALAR_PASSES];
+#pragma unroll
+        for (int p = 0; p < SCALAR_PASSES; ++p) {
+            const int k = threadIdx.y + p * R, r = r0 + k;
+            if (k < S + H && r >= 0 && r < rows && c < cols) v[p] = in[(long long)r * cols + c];
+        }
+#pragma unroll
+        for (int p = 0; p < SCALAR_PASSES; ++p) {
+            const int k = threadIdx.y + p * R, r = r0 + k;
+            if (k < S + H && r >= 0 && r < rows && c < cols) tile[k][threadIdx.x] = v[p];
         }
     }
     __syncthreads();

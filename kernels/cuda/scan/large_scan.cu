@@ -356,9 +356,10 @@ single_pass_scan_v2(const T* __restrict__ x, T* __restrict__ y, unsigned long lo
 // ran it); with WAIT_NS = POLL_NS = 0 the kernel shows the second change alone.
 // Recorded on an NVIDIA H200 by benchmarks/bench_ladder_tops.py --candidates (2^28 int32, against a
 // copy of the same bytes in the same run; benchmarks/results/ladder_tops_h200.txt), L2 flushed / back
-// to back: v2 <int, 128, 32> 70.7 / 70.5 %; <int, 256, 32, 0, 0> 77.4 / 77.2 %; <int, 256, 32,
-// 2400, 0> 82.4 / 82.5 %; <int, 256, 32, 3200, 650> 82.7 / 82.6 %; <int, 128, 32, 3200, 650> 80.6 /
-// 80.5 %. In exploratory runs the same day a first sleep of 6 us or more fell back to about 74 %.
+// to back: v2 <int, 128, 32> 70.2 / 70.0 %; <int, 256, 32, 0, 0> 76.9 / 76.4 %; <int, 256, 32,
+// 2400, 0> 82.1 / 81.9 %; <int, 256, 32, 3200, 650> 82.5 / 82.1 %; <int, 128, 32, 3200, 650> 80.1 /
+// 80.1 % (an earlier recording put the last three at 82.4 to 82.7 % and 80.5 %). In exploratory runs
+// a first sleep of 6 us or more fell back to about 74 %.
 
 template <typename T, int WAIT_NS, int POLL_NS>
 __device__ __forceinline__ T look_back_backoff(unsigned long long* status, int tile, T tile_sum)
