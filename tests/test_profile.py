@@ -271,7 +271,7 @@ def test_the_summary_files_are_what_the_docs_say(tmp_path):
     table = t4_profile.parse_summary_text(text_path.read_text())
     assert table[1]["detail"] == "CellExecutionError: x  y"        # two spaces inside the last column survive
     assert table[0]["peak MiB"] == "3072" and table[1]["peak MiB"] == "-"
-    for key in (*t4_profile.ROW_KEYS, "profile", "note", "provenance", "rows", "ok", "failed"):
+    for key in (*t4_profile.ROW_KEYS, "profile", "note", "provenance", "rows", "ok", "failed", "skipped"):
         assert f"``{key}``" in doc, key                                # every key is documented
 
 
@@ -288,6 +288,7 @@ def check_summary(json_path, text_path) -> None:
         assert row["peak_gpu_bytes"] is None or row["peak_gpu_bytes"] >= 0
     assert (data["ok"], data["failed"]) == (sum(r["status"] == "ok" for r in data["rows"]),
                                             sum(r["status"] == "failed" for r in data["rows"]))
+    assert data.get("skipped", 0) == sum(r["status"] == "skipped" for r in data["rows"])
     text = text_path.read_text()
     assert text.startswith("# tools/t4_profile.py: T4 profile on ")
     table = t4_profile.parse_summary_text(text)
@@ -376,13 +377,29 @@ def test_an_exercise_check_runs_and_is_recorded(monkeypatch):
     """The exercise checks' code path on the CPU backend (no GPU: no peak); a GPU test runs it under the profile."""
     monkeypatch.setenv(kernels.backend.ENV_VAR, "cpu")
     (result,) = t4_profile.exercise_checks(["gpu_architecture/axpby_grid_stride"])
-    assert result == {"name": "gpu_architecture/axpby_grid_stride", "ok": True, "wall_s": result["wall_s"],
+    assert result == {"name": "gpu_architecture/axpby_grid_stride", "status": "ok", "wall_s": result["wall_s"],
                       "peak_gpu_bytes": None, "detail": "reference solution: passed"}
     with pytest.raises(ValueError, match="no exercise reduce/nothing"):
         t4_profile.exercise_checks(["reduce/nothing"])
     (row,) = t4_profile.run_exercise_checks(timeout=600, ids=["gpu_architecture/axpby_grid_stride"])
     assert (row.kind, row.name, row.status, row.peak_gpu_bytes) == \
         ("exercise check", "gpu_architecture/axpby_grid_stride", "ok", None)
+
+
+def test_an_exercise_for_a_newer_gpu_is_recorded_as_skipped_with_its_reason(monkeypatch, tmp_path):
+    """A Hopper exercise cannot run under the T4 profile (nor on the CPU backend): its check says why,
+    and the profile records that as skipped, not as a failure, and still counts it."""
+    monkeypatch.setenv(kernels.backend.ENV_VAR, "cpu")
+    (result,) = t4_profile.exercise_checks(["hopper/tma_parity_fix"])
+    assert result["status"] == "skipped" and result["peak_gpu_bytes"] is None
+    assert "compute capability 9.0" in result["detail"] and "sm_90a" in result["detail"]
+    rows = [*example_rows(), t4_profile.Row("exercise check", result["name"], result["status"], result["wall_s"],
+                                            None, result["detail"])]
+    data = t4_profile.summary(rows, FAKE_PROVENANCE)
+    assert (data["ok"], data["failed"], data["skipped"]) == (2, 1, 1)
+    json_path, text_path = t4_profile.write_summary(data, tmp_path)
+    check_summary(json_path, text_path)
+    assert "2 ok, 1 failed, 1 skipped" in text_path.read_text()
 
 
 def test_a_run_in_parts_merges_into_one_summary(tmp_path):

@@ -22,10 +22,11 @@ The JSON file holds one object:
   T4 measurements); ``provenance``: ``kernels.device.provenance()`` under the profile;
 - ``rows``: one object per notebook or check, in the order run, with exactly the keys of ``ROW_KEYS``:
   ``kind`` (one of ``KINDS``), ``name`` (``book/gemm.ipynb``, ``exercises/reduce/sum_int64.ipynb`` or
-  an exercise id), ``status`` ("ok" or "failed"), ``wall_s`` (seconds, one decimal), ``peak_gpu_bytes``
+  an exercise id), ``status`` ("ok", "failed", or "skipped": an exercise check for a newer GPU than
+  a T4, which says so instead of running), ``wall_s`` (seconds, one decimal), ``peak_gpu_bytes``
   (the most CuPy's memory pool held at once; null when unknown) and ``detail`` (the failure's last
   line, or what ran);
-- ``ok`` and ``failed``: the counts.
+- ``ok``, ``failed`` and ``skipped``: the counts.
 
 The text file is the same as a table: ``#`` lines (the note, the GPU, the date, the counts), then a
 header line with the columns of ``TEXT_COLUMNS`` and one line per row, separated by two or more spaces.
@@ -51,7 +52,7 @@ ENV_VAR = "COURSE_GPU_PROFILE"  # kernels.profile.ENV_VAR; repeated so this file
 KINDS = ("chapter", "exercise notebook", "exercise check")
 ROW_KEYS = ("kind", "name", "status", "wall_s", "peak_gpu_bytes", "detail")
 TEXT_COLUMNS = ("name", "kind", "status", "wall s", "peak MiB", "detail")
-STATUSES = ("ok", "failed")
+STATUSES = ("ok", "failed", "skipped")
 DEFAULT_OUT = ROOT / "_build" / "t4_profile"
 DEFAULT_RESULTS = ROOT / "benchmarks" / "results"
 MARKER = "T4_PROFILE_RESULT"
@@ -219,7 +220,9 @@ def exercise_checks(ids: Sequence[str] | None = None) -> list[dict[str, Any]]:
     import exercises as extool
 
     from kernels.grading.extract import extract_text
+    from kernels.grading.harness import arch_problem
     from kernels.grading.registry import all_exercises
+    from kernels.grading.runtime import CourseRuntime
     from kernels.grading.session import evaluate
 
     known = all_exercises()
@@ -231,6 +234,11 @@ def exercise_checks(ids: Sequence[str] | None = None) -> list[dict[str, Any]]:
         if ids is not None and exercise_id not in ids:
             continue
         start = time.perf_counter()
+        too_new = arch_problem(ex, CourseRuntime())    # a Hopper exercise under the T4 profile
+        if too_new:
+            results.append({"name": exercise_id, "status": "skipped", "wall_s": 0.0, "peak_gpu_bytes": None,
+                            "detail": too_new[:160]})
+            continue
         with PoolPeak() as peak:
             try:
                 if ex.has_kernel:
@@ -245,7 +253,8 @@ def exercise_checks(ids: Sequence[str] | None = None) -> list[dict[str, Any]]:
                     detail = (str(report).strip().splitlines() or ["failed"])[-1].strip()[:160]
             except Exception as exc:  # noqa: BLE001 -- recorded as a failed check
                 ok, detail = False, _last_line(exc)
-        results.append({"name": exercise_id, "ok": bool(ok), "wall_s": round(time.perf_counter() - start, 1),
+        results.append({"name": exercise_id, "status": "ok" if ok else "failed",
+                        "wall_s": round(time.perf_counter() - start, 1),
                         "peak_gpu_bytes": peak.peak, "detail": detail})
     return results
 
@@ -265,7 +274,7 @@ def run_exercise_checks(timeout: int, ids: Sequence[str] | None = None) -> list[
     if done.returncode != 0 or not lines:
         tail = (done.stderr.strip().splitlines() or ["no output"])[-1][:160]
         return [Row("exercise check", "all exercises", "failed", 0.0, None, tail)]
-    return [Row("exercise check", r["name"], "ok" if r["ok"] else "failed", r["wall_s"], r["peak_gpu_bytes"],
+    return [Row("exercise check", r["name"], r["status"], r["wall_s"], r["peak_gpu_bytes"],
                 r["detail"]) for r in json.loads(lines[-1][len(MARKER):])]
 
 
@@ -299,6 +308,7 @@ def summary(rows: Sequence[Row], provenance: dict[str, Any]) -> dict[str, Any]:
         "rows": [asdict(row) for row in rows],
         "ok": sum(row.status == "ok" for row in rows),
         "failed": sum(row.status == "failed" for row in rows),
+        "skipped": sum(row.status == "skipped" for row in rows),
     }
 
 
@@ -312,7 +322,8 @@ def summary_text(data: dict[str, Any]) -> str:
     lines = [f"# tools/t4_profile.py: {data['note']}",
              f"# GPU: {prov.get('gpu')} (really {prov.get('physical_gpu')}) · CUDA runtime {prov.get('cuda_runtime')} "
              f"· driver {prov.get('cuda_driver')} · CuPy {prov.get('cupy')} · {prov.get('date')}",
-             f"# {data['ok']} ok, {data['failed']} failed; peak = the most CuPy's memory pool held at once", ""]
+             f"# {data['ok']} ok, {data['failed']} failed, {data.get('skipped', 0)} skipped (an exercise for a newer "
+             f"GPU, whose check says so); peak = the most CuPy's memory pool held at once", ""]
     table = [TEXT_COLUMNS] + [(r["name"], r["kind"], r["status"], f"{r['wall_s']:.1f}", _mib(r["peak_gpu_bytes"]),
                                r["detail"]) for r in data["rows"]]
     widths = [max(len(str(row[i])) for row in table) for i in range(len(TEXT_COLUMNS))]
