@@ -16,6 +16,9 @@ in one run:
   ``kernels.chapters.coalescing.strip_launch`` chooses (the smaller count along x); and
   ``<32, 256, 16>`` once more with the grid the other way round ("other order"), to show what the
   choice is worth at each shape;
+- ``transpose_aligned_strip_vec4<32, 128, 16>`` from the same file, the strip kernel tuned for the H200
+  (16-byte loads and stores where the number of columns is a multiple of 4, every load issued before
+  the first shared-memory store, 2048 resident threads per SM), in strip_launch's order;
 - ``transpose_store_pattern<32, 8>`` from the same file: transpose_tiled<32, 8, 1>'s stores alone,
   writing 1.0f, nothing read.
 
@@ -66,6 +69,8 @@ KERNELS = [
      32, 8, 128, "strip"),
     ("strip<32,256,16> other order", "coalescing/transpose_stores.cu", "transpose_aligned_strip<32, 256, 16>",
      32, 16, 256, "strip_other_order"),
+    ("16-byte strip<32,128,16>", "coalescing/transpose_stores.cu", "transpose_aligned_strip_vec4<32, 128, 16>",
+     32, 16, 128, "strip"),
     ("stores<32,8>", "coalescing/transpose_stores.cu", "transpose_store_pattern<32, 8>", 32, 8, None, "stores"),
 ]
 

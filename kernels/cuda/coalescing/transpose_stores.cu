@@ -103,8 +103,10 @@
 // at the three shapes and <32, 64, 8> 91.1 to 95.0 %, where transpose_aligned_strip<32, 256, 16>
 // reached 85.1 to 87.5 %. <32, 256, 16> and <32, 128, 8> do not fit 32 registers with their 5
 // passes (they spill).
-// Where cols % 4 != 0 (scalar loads) it stays below 90 (exploratory): 83.5 to 91.3 % at 8192 x 8193,
-// 8191 x 8193 and 4097 x 4095, above the strip kernel's 80.4 to 87.6 % in the same run. Also tried:
+// Where cols % 4 != 0 it loads 4 bytes at a time. In benchmarks/results/bench_transpose_h200.txt
+// (twelve shapes, L2 flushed) <32, 128, 16> reached 90.2 to 94.5 % at ten, 4097 x 4095 among them
+// (91.0 % of a copy that is itself slow there), but 83.3 % at 8192 x 8193 and 85.2 % at
+// 8191 x 8193, no better than transpose_aligned_strip<32, 128, 8> (84.4 and 86.2 %). Also tried:
 // loading only the halo rows the block's windows need (none when rows % 8 == 0): about level where
 // the loads are 16 bytes, and slower with scalar loads (more registers).
 //
