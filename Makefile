@@ -13,7 +13,7 @@ STAMP := $(VENV)/.installed
 # pytest for GPU tests; override on a GPU machine without the venv: make gpu-test GPU_PYTHON=python3
 GPU_PYTHON ?= $(PY)
 
-.PHONY: book test gpu-test gpu-record sync check system-packages compiler clean
+.PHONY: book test fuzz gpu-test gpu-record sync check system-packages compiler clean
 
 $(PY):
 	$(PYTHON3) -m venv $(VENV)
@@ -60,6 +60,11 @@ test: $(STAMP) system-packages book
 	-$(PY) benchmarks/bench_cpu_backend.py
 	$(PY) tools/student_env.py --prepare
 	$(PY) -m pytest -q --durations=15
+
+# Opt-in: the kernel checks on fresh random inputs (the test suite fixes a seed per test); a failure
+# prints the seed that reproduces it: check(..., seed=N).
+fuzz: $(STAMP)
+	COURSE_FUZZ=1 $(PY) -m pytest -q tests/kernel_checks tests/test_check.py
 
 # Exit code 5 means no test was collected (a -m or -k filter that matches none), which is not a failure.
 gpu-test:

@@ -1,10 +1,14 @@
 """check() with NumPy standing in for the device: the verdicts a chapter relies on."""
 from __future__ import annotations
 
+import importlib
+
 import numpy as np
 import pytest
 
 from kernels.check import CheckReport, check, rand
+
+check_module = importlib.import_module("kernels.check")   # the module (kernels.check is also the function)
 
 N = 1000  # not a multiple of any block size
 
@@ -79,7 +83,10 @@ def test_modified_input_fails() -> None:
     assert "modified" in str(report)
 
 
-def test_fresh_inputs_each_call_and_seed_reproduces() -> None:
+def test_fresh_inputs_each_call_and_seed_reproduces(monkeypatch) -> None:
+    """What a student gets: without COURSE_CHECK_SEED (the test suite sets it per test) every call
+    draws new inputs, and the recorded seed replays them."""
+    monkeypatch.delenv(check_module.SEED_ENV, raising=False)
     seen = []
 
     def capture(x, y, out):
@@ -93,6 +100,36 @@ def test_fresh_inputs_each_call_and_seed_reproduces() -> None:
     assert c.seed == a.seed
     np.testing.assert_array_equal(seen[2], seen[0])
     assert seen[0].dtype == np.float32 and seen[0].min() >= -1 and seen[0].max() < 1
+
+
+def test_the_environment_fixes_the_default_seed(monkeypatch) -> None:
+    """COURSE_CHECK_SEED makes calls without a seed repeat their inputs (this is how the test suite
+    stays reproducible); a value that is not an integer is refused by name."""
+    seen = []
+
+    def capture(x, y, out):
+        seen.append(x.copy())
+        out[:] = x + y
+
+    monkeypatch.setenv(check_module.SEED_ENV, "12345")
+    a, b = run(capture), run(capture)
+    assert a.seed == b.seed == 12345
+    np.testing.assert_array_equal(seen[0], seen[1])
+    monkeypatch.setenv(check_module.SEED_ENV, "2**8")
+    with pytest.raises(ValueError, match="COURSE_CHECK_SEED must be an integer seed, not '2\\*\\*8'"):
+        run(capture)
+
+
+def test_check_tolerance_admits_exactly_the_error_bound() -> None:
+    """An error at the bound passes and twice the bound (in check's units) fails, also for a result
+    near zero, where a fixed relative tolerance would be wrong."""
+    ref = np.array([1.0, -0.018173036294456324, 3.0])
+    bound = np.array([1e-7, 2.4e-7, 3e-7])
+    tol = check_module.check_tolerance(ref, bound)
+    got_ok = (ref + bound).astype(np.float64)
+    got_bad = ref + np.array([0.0, 2 * tol * max(abs(ref[1]), np.sqrt(np.mean(ref ** 2))) * 1.01, 0.0])
+    assert check_module.compare("y", got_ok, ref, tol).ok
+    assert not check_module.compare("y", got_bad, ref, tol).ok
 
 
 def test_reference_gets_float64() -> None:

@@ -12,14 +12,11 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from ..check import SEED_ENV  # fixes the random cases of every check (a test run must repeat itself)
 from . import verdicts as V
 from .registry import exercise as find_exercise
 from .report import Report
 from .session import evaluate
-
-
-#: Fixes the random cases of every check (CI runs the exercise notebooks and must repeat itself).
-SEED_ENV = "COURSE_CHECK_SEED"
 
 
 def check(exercise_id: str, kernel: str | None = None, prediction: dict[str, Any] | None = None, *,
