@@ -13,7 +13,7 @@ from kernels.chapters.coalescing import MAX_GRID_Y, strip_launch
 from kernels.chapters.coalescing import diagrams as dc
 from kernels.nvrtc import compile_cuda, nvrtc_available
 from kernels.sources import name_expressions_in, source
-from tooling.fresh_reports import fresh_reports
+from tooling.fresh_reports import fresh_reports_by_file
 
 ROOT = Path(__file__).resolve().parents[1]
 CHAPTER = ROOT / "book" / "coalescing.md"
@@ -52,8 +52,7 @@ def reports():
     """{(filename, arch): {kernel: report}}, compiled in fresh processes: in a process that has
     already compiled a file (CuPy does, on a GPU) NVRTC may skip ptxas and leave no report
     (tooling.fresh_reports and kernels.nvrtc say more)."""
-    found = fresh_reports([f"coalescing/{f}" for f in sorted(KERNELS)], ARCHS)
-    return {(path.split("/", 1)[1], arch): resources for (path, arch), resources in found.items()}
+    return fresh_reports_by_file("coalescing", sorted(KERNELS), ARCHS)
 
 
 # --------------------------------------------------------------------------- kernels

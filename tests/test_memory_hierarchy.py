@@ -15,7 +15,7 @@ import pytest
 from kernels.chapters import memory_hierarchy as mh
 from kernels.nvrtc import compile_cuda, nvrtc_available
 from kernels.sources import source
-from tooling.fresh_reports import fresh_reports
+from tooling.fresh_reports import fresh_reports_by_file
 
 ROOT = Path(__file__).resolve().parents[1]
 CHAPTER = ROOT / "book" / "memory_hierarchy.md"
@@ -52,12 +52,7 @@ def test_every_kernel_file_is_listed():
 def reports():
     """{(filename, arch): {kernel: report}}, compiled in fresh processes: exact "no spills" checks
     would otherwise depend on what the test process compiled before (tooling.fresh_reports says why)."""
-    found = {}
-    # no name expressions, as compiled() passes none
-    paths = [f"memory_hierarchy/{f}" for f in sorted(KERNELS)]
-    for (path, arch), resources in fresh_reports(paths, ARCHS, ()).items():
-        found[(path.split("/", 1)[1], arch)] = resources
-    return found
+    return fresh_reports_by_file("memory_hierarchy", sorted(KERNELS), ARCHS, ())   # no name expressions, as compiled() passes none
 
 
 @needs_nvrtc

@@ -25,3 +25,11 @@ def fresh_reports(paths: Sequence[str], archs: Sequence[str], name_expressions: 
              tuple(name_expressions) if name_expressions is not None else name_expressions_in(source(path)), path)
             for path, arch in keys]
     return dict(zip(keys, reports_in_fresh_process(jobs)))
+
+
+def fresh_reports_by_file(folder: str, filenames: Sequence[str], archs: Sequence[str],
+                          name_expressions: Sequence[str] | None = None) -> Reports:
+    """fresh_reports of one chapter's files (``folder``/``filename`` under kernels/cuda/), keyed by
+    (filename, arch) as the chapters' resource tests look them up."""
+    found = fresh_reports([f"{folder}/{name}" for name in filenames], archs, name_expressions)
+    return {(path.split("/", 1)[1], arch): resources for (path, arch), resources in found.items()}
